@@ -1,0 +1,159 @@
+//! `PaimonCatalog` (`CatalogProvider`) and `PaimonDatabase` (`SchemaProvider`).
+//!
+//! DataFusion's name-listing methods are synchronous, so database and table names are listed
+//! once when the catalog opens and refreshed by [`PaimonCatalog::refresh`]; resolving a table
+//! by name always checks the warehouse itself.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use async_trait::async_trait;
+use datafusion::catalog::{CatalogProvider, SchemaProvider, TableProvider};
+use datafusion::common::{plan_err, DataFusionError, Result};
+use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::prelude::SessionContext;
+use object_store::path::Path;
+use url::Url;
+
+use crate::io::FileIO;
+use crate::meta::TableMeta;
+use crate::system_tables;
+use crate::table::{resolve_snapshot, PaimonTable};
+
+/// Session read options shared by the catalog's tables (`SET paimon.<option> = ...`).
+pub type ReadOptions = Arc<RwLock<BTreeMap<String, String>>>;
+
+/// A warehouse of Paimon tables.
+#[derive(Debug)]
+pub struct PaimonCatalog {
+    io: FileIO,
+    read_options: ReadOptions,
+    /// database -> table names, as last listed.
+    listing: RwLock<BTreeMap<String, Vec<String>>>,
+}
+
+impl PaimonCatalog {
+    /// Opens the warehouse at `location` (a local path or an object-store URL such as
+    /// `s3://bucket/wh`), resolving its store through `ctx`'s object store registry.
+    pub async fn open(ctx: &SessionContext, location: &str) -> Result<Arc<Self>> {
+        let url = warehouse_url(location)?;
+        let store_url = ObjectStoreUrl::parse(&url[..url::Position::BeforePath])?;
+        let store = ctx.runtime_env().object_store(&store_url)?;
+        let root = Path::from_url_path(url.path()).map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let catalog = Arc::new(PaimonCatalog {
+            io: FileIO::new(store, root, url.to_string().trim_end_matches('/').to_string()),
+            read_options: Arc::new(RwLock::new(BTreeMap::new())),
+            listing: RwLock::new(BTreeMap::new()),
+        });
+        catalog.refresh().await?;
+        Ok(catalog)
+    }
+
+    /// The session read options applied to every table read through this catalog.
+    pub fn read_options(&self) -> &ReadOptions {
+        &self.read_options
+    }
+
+    /// Re-lists databases and tables (after DDL or external changes).
+    pub async fn refresh(&self) -> Result<()> {
+        let mut listing = BTreeMap::new();
+        for dir in self.io.list_dirs("").await? {
+            if let Some(db) = dir.strip_suffix(".db") {
+                let mut tables = Vec::new();
+                for t in self.io.list_dirs(&dir).await? {
+                    if !self.io.list_files(&format!("{dir}/{t}/schema")).await?.is_empty() {
+                        tables.push(t);
+                    }
+                }
+                listing.insert(db.to_string(), tables);
+            }
+        }
+        *self.listing.write().expect("listing lock is never poisoned") = listing;
+        Ok(())
+    }
+
+    /// The database with this name, if it exists.
+    pub fn database(&self, name: &str) -> Option<Arc<PaimonDatabase>> {
+        let listing = self.listing.read().expect("listing lock is never poisoned");
+        let tables = listing.get(name)?.clone();
+        Some(Arc::new(PaimonDatabase {
+            name: name.to_string(),
+            io: self.io.child(&format!("{name}.db")),
+            read_options: Arc::clone(&self.read_options),
+            table_names: tables,
+        }))
+    }
+}
+
+/// A local path or URL as a directory URL.
+fn warehouse_url(location: &str) -> Result<Url> {
+    if location.contains("://") {
+        return Url::parse(location).map_err(|e| DataFusionError::Plan(format!("Invalid warehouse URL '{location}': {e}")));
+    }
+    let path = std::path::Path::new(location);
+    let absolute = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir()?.join(path) };
+    Url::from_directory_path(&absolute).map_err(|_| DataFusionError::Plan(format!("Invalid warehouse path '{location}'")))
+}
+
+impl CatalogProvider for PaimonCatalog {
+    fn schema_names(&self) -> Vec<String> {
+        self.listing.read().expect("listing lock is never poisoned").keys().cloned().collect()
+    }
+
+    fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
+        self.database(name).map(|d| d as Arc<dyn SchemaProvider>)
+    }
+}
+
+/// One database (`<name>.db`) of a warehouse.
+#[derive(Debug)]
+pub struct PaimonDatabase {
+    name: String,
+    io: FileIO,
+    read_options: ReadOptions,
+    table_names: Vec<String>,
+}
+
+impl PaimonDatabase {
+    /// Loads a table (or a `table$system` table) with the session's read options.
+    pub async fn load(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        let (base, system) = match name.split_once('$') {
+            Some((b, s)) => (b, Some(s.to_ascii_lowercase())),
+            None => (name, None),
+        };
+        let meta = Arc::new(TableMeta::new(self.io.child(base)));
+        if meta.schema_ids().await?.is_empty() {
+            return Ok(None);
+        }
+        let full_name = format!("{}.{base}", self.name);
+        let options = self.read_options.read().expect("options lock is never poisoned").clone();
+        if let Some(sys) = system {
+            return system_tables::load(&sys, &full_name, meta, &options).await.map(Some);
+        }
+        let snapshot = resolve_snapshot(&meta, &full_name, &options).await?;
+        let schema = match &snapshot {
+            Some(s) => meta.schema(s.schema_id).await?,
+            None => meta.latest_schema().await?,
+        };
+        Ok(Some(Arc::new(PaimonTable::try_new(full_name, meta, snapshot, schema, false)?)))
+    }
+}
+
+#[async_trait]
+impl SchemaProvider for PaimonDatabase {
+    fn table_names(&self) -> Vec<String> {
+        self.table_names.clone()
+    }
+
+    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        self.load(name).await
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.table_names.iter().any(|t| t == name.split('$').next().unwrap_or(name))
+    }
+
+    fn register_table(&self, name: String, _table: Arc<dyn TableProvider>) -> Result<Option<Arc<dyn TableProvider>>> {
+        plan_err!("Cannot register table {name} in Paimon database {}: use CREATE TABLE", self.name)
+    }
+}

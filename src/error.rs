@@ -1,0 +1,77 @@
+//! The storage-level error type (`spec`, `io`, `meta`) and its bridge into DataFusion.
+//!
+//! Layers at and above the plan line return `datafusion::common::Result`; `?` converts through
+//! the single `From<Error> for DataFusionError` below.
+
+use datafusion::error::DataFusionError;
+
+/// Errors raised while reading Paimon metadata and files.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file, table, database, snapshot or tag that does not exist.
+    #[error("{what} not found: {path}")]
+    NotFound {
+        /// What was looked for ("snapshot", "table", ...).
+        what: String,
+        /// The path or name that was looked up.
+        path: String,
+    },
+    /// A file exists but its content cannot be decoded.
+    #[error("corrupt file {path}: {reason}")]
+    Corrupt {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An option has a value this implementation does not accept.
+    #[error("invalid value '{value}' for option '{key}': {reason}")]
+    InvalidOption {
+        /// Option key.
+        key: String,
+        /// Offending value.
+        value: String,
+        /// Why it is rejected.
+        reason: String,
+    },
+    /// A feature of the format this implementation does not support yet.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+    /// Object store failure.
+    #[error(transparent)]
+    ObjectStore(#[from] object_store::Error),
+    /// Parquet failure.
+    #[error(transparent)]
+    Parquet(#[from] parquet::errors::ParquetError),
+    /// Arrow failure.
+    #[error(transparent)]
+    Arrow(#[from] arrow::error::ArrowError),
+    /// Local I/O failure.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl Error {
+    pub(crate) fn corrupt(path: impl Into<String>, reason: impl ToString) -> Self {
+        Error::Corrupt { path: path.into(), reason: reason.to_string() }
+    }
+    pub(crate) fn not_found(what: impl Into<String>, path: impl Into<String>) -> Self {
+        Error::NotFound { what: what.into(), path: path.into() }
+    }
+}
+
+/// Result of storage-level operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<Error> for DataFusionError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Arrow(e) => DataFusionError::ArrowError(Box::new(e), None),
+            Error::Parquet(e) => DataFusionError::ParquetError(Box::new(e)),
+            Error::ObjectStore(e) => DataFusionError::ObjectStore(Box::new(e)),
+            Error::Io(e) => DataFusionError::IoError(e),
+            other => DataFusionError::External(Box::new(other)),
+        }
+    }
+}

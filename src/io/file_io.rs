@@ -1,0 +1,100 @@
+//! `FileIO`: an object store plus a root path, with errors that name the file.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt};
+
+use crate::error::{Error, Result};
+
+/// An object store rooted at a directory (a warehouse or a table).
+#[derive(Debug, Clone)]
+pub(crate) struct FileIO {
+    store: Arc<dyn ObjectStore>,
+    root: Path,
+    /// URL of the root, for messages and for DataFusion's object store registry.
+    root_url: String,
+}
+
+impl FileIO {
+    pub(crate) fn new(store: Arc<dyn ObjectStore>, root: Path, root_url: String) -> Self {
+        FileIO { store, root, root_url }
+    }
+
+    /// A FileIO rooted at `relative` below this one.
+    pub(crate) fn child(&self, relative: &str) -> FileIO {
+        let rel = relative.trim_matches('/');
+        FileIO {
+            store: Arc::clone(&self.store),
+            root: self.path(rel),
+            root_url: format!("{}/{}", self.root_url.trim_end_matches('/'), rel),
+        }
+    }
+
+    pub(crate) fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// Object-store path of a file relative to the root.
+    pub(crate) fn path(&self, relative: &str) -> Path {
+        let mut p = self.root.clone();
+        for part in relative.split('/').filter(|s| !s.is_empty()) {
+            p = p.child(part);
+        }
+        p
+    }
+
+    /// Human-readable location of a file, for error messages.
+    pub(crate) fn display(&self, relative: &str) -> String {
+        format!("{}/{}", self.root_url.trim_end_matches('/'), relative.trim_start_matches('/'))
+    }
+
+    /// Reads a whole file. A missing file is `Error::NotFound` naming it.
+    pub(crate) async fn read(&self, relative: &str, what: &str) -> Result<Bytes> {
+        match self.store.get(&self.path(relative)).await {
+            Ok(r) => Ok(r.bytes().await?),
+            Err(object_store::Error::NotFound { .. }) => Err(Error::not_found(what, self.display(relative))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether a file exists.
+    pub(crate) async fn exists(&self, relative: &str) -> Result<bool> {
+        match self.store.head(&self.path(relative)).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Names of the files directly inside a directory (empty if it does not exist).
+    pub(crate) async fn list_files(&self, relative_dir: &str) -> Result<Vec<String>> {
+        let prefix = self.path(relative_dir);
+        let listing = self.store.list_with_delimiter(Some(&prefix)).await;
+        match listing {
+            Ok(l) => Ok(l.objects.into_iter().filter_map(|o| o.location.filename().map(str::to_string)).collect()),
+            Err(object_store::Error::NotFound { .. }) => Ok(vec![]),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Names of the sub-directories directly inside a directory.
+    pub(crate) async fn list_dirs(&self, relative_dir: &str) -> Result<Vec<String>> {
+        let prefix = self.path(relative_dir);
+        match self.store.list_with_delimiter(Some(&prefix)).await {
+            Ok(l) => Ok(l.common_prefixes.into_iter().filter_map(|p| p.filename().map(str::to_string)).collect()),
+            Err(object_store::Error::NotFound { .. }) => Ok(vec![]),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Whether any object exists below a directory.
+    #[allow(dead_code)]
+    pub(crate) async fn dir_has_files(&self, relative_dir: &str) -> Result<bool> {
+        let prefix = self.path(relative_dir);
+        let mut s = self.store.list(Some(&prefix));
+        Ok(s.try_next().await?.is_some())
+    }
+}

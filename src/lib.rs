@@ -1,0 +1,36 @@
+//! # datafusion-paimon
+//!
+//! Read Apache Paimon tables (primary-key and append) from Apache DataFusion.
+//!
+//! Layers, lowest first; a module only imports from layers below it:
+//!
+//! ```text
+//! spec -> io -> meta -> merge -> scan -> table -> system_tables -> catalog -> sql -> bin
+//! ```
+//!
+//! * [`spec`]: the on-disk format as plain data (schemas, snapshots, manifests, BinaryRow).
+//! * `io`: bytes and Parquet files on an `ObjectStore`.
+//! * `meta`: snapshots, schemas, tags and manifests of one table.
+//! * `merge`: k-way merge of sorted runs with arrow-row keys.
+//! * `scan`: merge-on-read planning and the `PaimonScanExec` plan node.
+//! * `table`: one table as a DataFusion `TableProvider`, time travel.
+//! * `system_tables`: `t$snapshots`, `t$files`, ...
+//! * `catalog`: a warehouse as a DataFusion catalog.
+//! * [`sql`]: session set-up (`SET paimon.*` options, default catalog).
+
+pub mod error;
+pub mod spec;
+pub(crate) mod io;
+pub(crate) mod meta;
+pub(crate) mod merge;
+pub mod scan;
+pub mod table;
+pub(crate) mod system_tables;
+pub mod catalog;
+pub mod sql;
+
+pub use catalog::PaimonCatalog;
+pub use error::{Error, Result};
+pub use scan::PaimonScanExec;
+pub use sql::PaimonSession;
+pub use table::PaimonTable;

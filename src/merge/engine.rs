@@ -1,0 +1,104 @@
+//! Merge engines: what a group of equal-key records turns into.
+//!
+//! The merge loop ([`super::stream`]) is generic over [`MergeFunction`], so the engine is
+//! monomorphized into the hot loop: deduplicate pays no dynamic dispatch per row.
+
+/// Paimon row kind `+I` (insert).
+pub(crate) const KIND_INSERT: i8 = 0;
+/// Paimon row kind `-U` (update before; a retraction).
+pub(crate) const KIND_UPDATE_BEFORE: i8 = 1;
+/// Paimon row kind `+U` (update after).
+pub(crate) const KIND_UPDATE_AFTER: i8 = 2;
+/// Paimon row kind `-D` (delete; a retraction).
+pub(crate) const KIND_DELETE: i8 = 3;
+
+/// Whether a `_VALUE_KIND` value is a retraction (`-U` or `-D`).
+#[inline]
+pub(crate) fn is_retract(kind: i8) -> bool {
+    kind == KIND_UPDATE_BEFORE || kind == KIND_DELETE
+}
+
+/// One input record of a key group, identified by its position in the merge's batch store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Candidate {
+    /// Index of the record's batch in the output builder's store (opaque to engines; pass it
+    /// back unchanged).
+    pub batch: usize,
+    /// Row of the record within that batch.
+    pub row: usize,
+    /// Index of the sorted run the record comes from (higher = newer file).
+    pub run: usize,
+    /// `_SEQUENCE_NUMBER` of the record.
+    pub seq: i64,
+    /// `_VALUE_KIND` of the record.
+    pub kind: i8,
+}
+
+/// Decides which input record (if any) a key produces.
+///
+/// Protocol per key: `start(first)`, then `add(next)` for every further record of the same key,
+/// then `finish()`. Records of a key arrive ordered by `(run, position in run)`, *not* by
+/// sequence number; an engine that needs sequence order (partial-update, aggregation) must buffer
+/// and sort its candidates itself.
+///
+/// Keys that occur exactly once among all runs are usually decided in bulk, without calling
+/// `start`/`finish`: the merge asks [`MergeFunction::keep_single`] for each such record. Engines
+/// must make `keep_single(kind)` agree with `start(c); finish()` for a single record.
+///
+/// Limitation: an engine can only select an existing input row; engines that synthesize new rows
+/// (partial-update, aggregation) need an extension of the output builder.
+pub(crate) trait MergeFunction: Send + 'static {
+    /// Whether a key with a single record of kind `kind` is output.
+    fn keep_single(&self, kind: i8) -> bool;
+    /// Starts a new key group with its first record.
+    fn start(&mut self, first: Candidate);
+    /// Adds a further record of the current key group.
+    fn add(&mut self, next: Candidate);
+    /// Ends the key group: the record to output, or `None` if the key is dropped.
+    fn finish(&mut self) -> Option<Candidate>;
+}
+
+/// The `deduplicate` merge engine: the record with the highest `(sequence number, run index)`
+/// wins (on a full tie, the later record of the run); a retracting winner drops the key unless
+/// `keep_retracts` is set.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Deduplicate {
+    keep_retracts: bool,
+    best: Option<Candidate>,
+}
+
+impl Deduplicate {
+    pub(crate) fn new(keep_retracts: bool) -> Self {
+        Self {
+            keep_retracts,
+            best: None,
+        }
+    }
+}
+
+impl MergeFunction for Deduplicate {
+    #[inline]
+    fn keep_single(&self, kind: i8) -> bool {
+        self.keep_retracts || !is_retract(kind)
+    }
+
+    #[inline]
+    fn start(&mut self, first: Candidate) {
+        self.best = Some(first);
+    }
+
+    #[inline]
+    fn add(&mut self, next: Candidate) {
+        match &self.best {
+            // `>=`: candidates arrive by (run, position), so on a full tie the later one wins.
+            Some(best) if (next.seq, next.run) < (best.seq, best.run) => {}
+            _ => self.best = Some(next),
+        }
+    }
+
+    #[inline]
+    fn finish(&mut self) -> Option<Candidate> {
+        let best = self.best.take()?;
+        self.keep_single(best.kind).then_some(best)
+    }
+}

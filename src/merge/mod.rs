@@ -1,0 +1,239 @@
+//! K-way merge of the sorted runs of a Paimon primary-key bucket (merge-on-read).
+//!
+//! # Input
+//!
+//! A bucket of a primary-key table holds several *sorted runs* (one per level-0 file, one per
+//! higher level). Each run is a stream of `RecordBatch`es sorted ascending by primary key. Every
+//! row also carries `_SEQUENCE_NUMBER` (Int64) and `_VALUE_KIND` (Int8: `0 = +I`, `1 = -U`,
+//! `2 = +U`, `3 = -D`). Key order is Paimon's: signed numbers, strings and binary by unsigned
+//! bytes — exactly the order of `arrow::row` rows with default sort options, which is what the
+//! merge compares.
+//!
+//! # Algorithm
+//!
+//! * Every incoming batch has its key columns converted once into `arrow::row::Rows` by one
+//!   `RowConverter` shared by all runs ([`cursor`]). Comparing two keys is then a `memcmp`.
+//! * A cursor per run points into its current batch; a loser tree ([`loser_tree`]) orders the
+//!   cursors by `(current key, run index)`.
+//! * **Bulk path.** Let `w` be the smallest cursor and `r` the runner-up (the best loser on
+//!   `w`'s path of the tree). Every row of `w` strictly below `r`'s head key is the only record
+//!   of its key in the whole bucket, so the merge gallops (exponential then binary search) over
+//!   `w`'s rows for `r`'s key and emits that stretch as one index range, without per-row tree
+//!   operations. A stretch stops before a key the same run repeats and before the last row of a
+//!   batch (the run's next batch might repeat it); those rows take the slow path.
+//! * **Slow path.** Otherwise the smallest record opens a *key group*; every record whose key
+//!   equals it is fed to the merge engine ([`engine`]) as it reaches the top of the tree. When
+//!   the next head has a different key the engine names the winner (or drops the key). For the
+//!   `deduplicate` engine the record with the highest `(sequence number, run index)` wins.
+//! * Output rows are collected as `(batch, row)` indices and materialized with
+//!   `arrow::compute::interleave` in batches of `batch_size` rows ([`builder`]); an output batch
+//!   that is a single contiguous slice of one input batch is emitted zero-copy. After each output
+//!   batch, input batches that no cursor still reads are released, so at most about two batches
+//!   per run are held.
+//! * Runs are polled asynchronously: the first batch of every run is awaited concurrently, later
+//!   a run's next batch only when its cursor is exhausted ([`stream`]). Empty batches are skipped.
+//!   Merging itself is a synchronous loop that only returns to the async driver to refill a
+//!   cursor or to emit a batch.
+//!
+//! # Why retracts are dropped after the merge
+//!
+//! A `-D` or `-U` record in a newer run must still *shadow* older `+I`/`+U` records of the same
+//! key in other runs. Filtering retractions per run before merging would resurrect those older
+//! records, so retracts take part in the merge like any record, and only a retracting *winner*
+//! is dropped (unless `keep_retracts`, used by `$audit_log`). A section with a single run has
+//! nothing to shadow: [`drop_retracts`] filters it with one vectorized kernel instead.
+//!
+//! # What this module does not do
+//!
+//! * No partial-update, aggregation or first-row engine yet ([`engine::MergeFunction`] is the
+//!   seam; engines that synthesize new rows also need a builder extension).
+//! * No sequence-field (`sequence.field`) ordering, no deletion vectors, no projection: callers
+//!   read the key, sequence and kind columns and project afterwards.
+//! * No spilling or memory accounting; the merge holds about two batches per run.
+//! * It does not sort: unsorted runs are reported as an error, not repaired.
+
+mod builder;
+mod cursor;
+pub(crate) mod engine;
+mod loser_tree;
+mod stream;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
+use arrow::buffer::BooleanBuffer;
+use arrow::compute::filter_record_batch;
+use arrow::datatypes::{DataType, Int8Type, SchemaRef};
+use arrow::row::{RowConverter, SortField};
+use datafusion::common::{DataFusionError, Result};
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder,
+};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use futures::StreamExt;
+
+pub(crate) use engine::{is_retract, Deduplicate, MergeFunction};
+
+/// Which rows a merged key produces.
+#[derive(Debug, Clone)]
+pub(crate) struct MergeOptions {
+    /// Indices of the key columns in the input schema.
+    pub key_columns: Vec<usize>,
+    /// Index of `_SEQUENCE_NUMBER` (Int64, non-null).
+    pub seq_column: usize,
+    /// Index of `_VALUE_KIND` (Int8, non-null).
+    pub kind_column: usize,
+    /// Output retract winners too (`$audit_log`).
+    pub keep_retracts: bool,
+    /// Maximum number of output rows per batch.
+    pub batch_size: usize,
+}
+
+/// Metrics of one merge.
+#[derive(Debug, Clone)]
+pub(crate) struct MergeMetrics {
+    /// Output rows/batches, compute time (excluding time spent waiting for input).
+    pub baseline: BaselineMetrics,
+    /// Rows read from all runs.
+    pub input_rows: Count,
+    /// Records superseded by another record of the same key.
+    pub rows_merged_away: Count,
+    /// Keys dropped because their winning record is a retraction.
+    pub retracts_dropped: Count,
+}
+
+impl MergeMetrics {
+    /// Registers the merge metrics of `partition` in `metrics`.
+    pub(crate) fn new(metrics: &ExecutionPlanMetricsSet, partition: usize) -> Self {
+        Self {
+            baseline: BaselineMetrics::new(metrics, partition),
+            input_rows: MetricBuilder::new(metrics).counter("merge_input_rows", partition),
+            rows_merged_away: MetricBuilder::new(metrics)
+                .counter("merge_rows_merged_away", partition),
+            retracts_dropped: MetricBuilder::new(metrics)
+                .counter("merge_retracts_dropped", partition),
+        }
+    }
+}
+
+/// Merges sorted runs into one stream ordered by key with one row per key (the winner of the
+/// `deduplicate` engine). Output schema == input schema (all runs share `schema`).
+pub(crate) fn merge_sorted_runs(
+    schema: SchemaRef,
+    runs: Vec<SendableRecordBatchStream>,
+    options: MergeOptions,
+    metrics: MergeMetrics,
+) -> Result<SendableRecordBatchStream> {
+    let engine = Deduplicate::new(options.keep_retracts);
+    merge_sorted_runs_with(schema, runs, options, metrics, engine)
+}
+
+/// [`merge_sorted_runs`] with an explicit merge engine (`options.keep_retracts` is then up to
+/// the engine).
+pub(crate) fn merge_sorted_runs_with<F: MergeFunction>(
+    schema: SchemaRef,
+    runs: Vec<SendableRecordBatchStream>,
+    options: MergeOptions,
+    metrics: MergeMetrics,
+    engine: F,
+) -> Result<SendableRecordBatchStream> {
+    let converter = validate(&schema, &options)?;
+    if runs.is_empty() {
+        metrics.baseline.done();
+        let empty = futures::stream::empty::<Result<RecordBatch>>();
+        return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, empty)));
+    }
+    let state = stream::MergeStream::new(runs, converter, options, metrics, engine);
+    let output = futures::stream::try_unfold(state, |mut state| async move {
+        Ok(state.next_batch().await?.map(|batch| (batch, state)))
+    });
+    Ok(Box::pin(RecordBatchStreamAdapter::new(schema, output)))
+}
+
+/// Checks the options against the schema and builds the key `RowConverter`.
+fn validate(schema: &SchemaRef, options: &MergeOptions) -> Result<RowConverter> {
+    let fields = schema.fields();
+    let field = |index: usize, what: &str| {
+        fields.get(index).ok_or_else(|| {
+            DataFusionError::Plan(format!(
+                "merge: {what} column index {index} out of range ({} columns)",
+                fields.len()
+            ))
+        })
+    };
+    if options.key_columns.is_empty() {
+        return Err(DataFusionError::Plan(
+            "merge: a primary-key merge needs at least one key column".into(),
+        ));
+    }
+    let seq = field(options.seq_column, "sequence")?;
+    if seq.data_type() != &DataType::Int64 {
+        return Err(DataFusionError::Plan(format!(
+            "merge: sequence column {} must be Int64, is {}",
+            seq.name(),
+            seq.data_type()
+        )));
+    }
+    let kind = field(options.kind_column, "row kind")?;
+    if kind.data_type() != &DataType::Int8 {
+        return Err(DataFusionError::Plan(format!(
+            "merge: row kind column {} must be Int8, is {}",
+            kind.name(),
+            kind.data_type()
+        )));
+    }
+    let sort_fields = options
+        .key_columns
+        .iter()
+        .map(|&i| Ok(SortField::new(field(i, "key")?.data_type().clone())))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RowConverter::new(sort_fields)?)
+}
+
+/// Single-run case: no merge needed, but drop retract rows (`-U`, `-D`) with a vectorized
+/// filter. Returns the batch itself (no copy) if it has no retracts.
+pub(crate) fn drop_retracts(batch: &RecordBatch, kind_column: usize) -> Result<RecordBatch> {
+    let column = batch.columns().get(kind_column).ok_or_else(|| {
+        DataFusionError::Execution(format!(
+            "drop_retracts: kind column {kind_column} out of range ({} columns)",
+            batch.num_columns()
+        ))
+    })?;
+    let kinds = column.as_primitive_opt::<Int8Type>().ok_or_else(|| {
+        DataFusionError::Execution(format!(
+            "drop_retracts: _VALUE_KIND must be Int8, is {}",
+            column.data_type()
+        ))
+    })?;
+    let values = kinds.values();
+    // a null kind cannot be a retraction; keep such rows rather than guess
+    let keep = BooleanBuffer::collect_bool(values.len(), |i| !is_retract(values[i]));
+    let keep = match kinds.nulls() {
+        Some(nulls) => &keep | &!nulls.inner(),
+        None => keep,
+    };
+    if keep.count_set_bits() == batch.num_rows() {
+        return Ok(batch.clone());
+    }
+    Ok(filter_record_batch(batch, &BooleanArray::new(keep, None))?)
+}
+
+/// [`drop_retracts`] over a whole stream (a section with a single sorted run whose keys are
+/// known to be unique), skipping batches that become empty.
+pub(crate) fn drop_retracts_stream(
+    input: SendableRecordBatchStream,
+    kind_column: usize,
+) -> SendableRecordBatchStream {
+    let schema = Arc::clone(&input.schema());
+    let output = input.filter_map(move |batch| {
+        let result = batch.and_then(|b| drop_retracts(&b, kind_column));
+        futures::future::ready(match result {
+            Ok(b) if b.num_rows() == 0 => None,
+            other => Some(other),
+        })
+    });
+    Box::pin(RecordBatchStreamAdapter::new(schema, output))
+}

@@ -1,0 +1,338 @@
+//! The merge state machine: a synchronous inner loop over the cursors that stops whenever a
+//! cursor needs its next batch or an output batch is full, and an async outer loop that
+//! fetches batches and emits output.
+
+use std::time::Instant;
+
+use arrow::array::RecordBatch;
+use arrow::row::{OwnedRow, RowConverter};
+use datafusion::common::{DataFusionError, Result};
+use datafusion::execution::SendableRecordBatchStream;
+use futures::StreamExt;
+
+use super::builder::OutputBuilder;
+use super::cursor::RunCursor;
+use super::engine::MergeFunction;
+use super::loser_tree::LoserTree;
+use super::{MergeMetrics, MergeOptions};
+
+/// Strict order of cursors for the loser tree: by current key, then by run index; finished
+/// cursors sort last.
+#[inline]
+fn cursor_gt(cursors: &[Option<RunCursor>], a: usize, b: usize) -> bool {
+    match (&cursors[a], &cursors[b]) {
+        (None, _) => true,
+        (_, None) => false,
+        (Some(ca), Some(cb)) => match ca.current().cmp(&cb.current()) {
+            std::cmp::Ordering::Equal => a > b,
+            ordering => ordering == std::cmp::Ordering::Greater,
+        },
+    }
+}
+
+/// Where the key of the pending group lives.
+#[derive(Debug)]
+enum GroupKey {
+    /// Row `pos` of cursor `run`'s current batch.
+    Cursor { run: usize, pos: usize },
+    /// Copied out because that batch was replaced while the group was still open.
+    Owned(OwnedRow),
+}
+
+/// A key group whose records have not all been seen yet.
+#[derive(Debug)]
+struct Group {
+    key: GroupKey,
+    size: usize,
+}
+
+/// Why the synchronous loop stopped.
+enum Progress {
+    /// Cursor `run` consumed its batch; fetch the run's next batch, then replay the tree.
+    NeedRefill(usize),
+    /// The output batch is full.
+    Full,
+    /// All runs are exhausted.
+    Done,
+}
+
+pub(super) struct MergeStream<F: MergeFunction> {
+    /// Input runs; `None` once exhausted.
+    runs: Vec<Option<SendableRecordBatchStream>>,
+    /// Cursor over the current batch of each run; `None` once the run is exhausted.
+    cursors: Vec<Option<RunCursor>>,
+    /// Built by the first `next_batch` call, after the first batch of every run arrived.
+    tree: Option<LoserTree>,
+    converter: RowConverter,
+    builder: OutputBuilder,
+    engine: F,
+    group: Option<Group>,
+    options: MergeOptions,
+    metrics: MergeMetrics,
+    // counters accumulated locally and published once per output batch
+    input_rows: usize,
+    merged_away: usize,
+    dropped: usize,
+}
+
+/// Next non-empty batch of a run; sets the run to `None` at its end.
+async fn next_non_empty(
+    run: &mut Option<SendableRecordBatchStream>,
+) -> Result<Option<RecordBatch>> {
+    while let Some(stream) = run.as_mut() {
+        match stream.next().await {
+            Some(Ok(batch)) if batch.num_rows() == 0 => continue,
+            Some(Ok(batch)) => return Ok(Some(batch)),
+            Some(Err(e)) => return Err(e),
+            None => *run = None,
+        }
+    }
+    Ok(None)
+}
+
+impl<F: MergeFunction> MergeStream<F> {
+    pub(super) fn new(
+        runs: Vec<SendableRecordBatchStream>,
+        converter: RowConverter,
+        options: MergeOptions,
+        metrics: MergeMetrics,
+        engine: F,
+    ) -> Self {
+        let cursors = runs.iter().map(|_| None).collect();
+        Self {
+            runs: runs.into_iter().map(Some).collect(),
+            cursors,
+            tree: None,
+            converter,
+            builder: OutputBuilder::new(options.batch_size.max(1)),
+            engine,
+            group: None,
+            options,
+            metrics,
+            input_rows: 0,
+            merged_away: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Produces the next output batch, or `None` at the end.
+    pub(super) async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.tree.is_none() {
+            // first batch of every run, fetched concurrently
+            let firsts =
+                futures::future::try_join_all(self.runs.iter_mut().map(next_non_empty)).await?;
+            let start = Instant::now();
+            for (run, batch) in firsts.into_iter().enumerate() {
+                if let Some(batch) = batch {
+                    self.install(run, batch)?;
+                }
+            }
+            let cursors = &self.cursors;
+            self.tree = Some(LoserTree::new(cursors.len(), |a, b| {
+                cursor_gt(cursors, a, b)
+            }));
+            self.metrics.baseline.elapsed_compute().add_elapsed(start);
+        }
+        loop {
+            let start = Instant::now();
+            let progress = self.run_sync();
+            self.metrics.baseline.elapsed_compute().add_elapsed(start);
+            match progress? {
+                Progress::NeedRefill(run) => self.refill(run).await?,
+                Progress::Full => return self.flush(),
+                Progress::Done => {
+                    let batch = self.flush()?;
+                    if batch.is_none() {
+                        self.metrics.baseline.done();
+                    }
+                    return Ok(batch);
+                }
+            }
+        }
+    }
+
+    /// Builds the pending output rows into a batch and publishes the counters.
+    fn flush(&mut self) -> Result<Option<RecordBatch>> {
+        let start = Instant::now();
+        let live = self.cursors.iter_mut().flatten().map(|c| &mut c.batch);
+        let batch = self.builder.build(live)?;
+        let m = &self.metrics;
+        m.input_rows.add(std::mem::take(&mut self.input_rows));
+        m.rows_merged_away.add(std::mem::take(&mut self.merged_away));
+        m.retracts_dropped.add(std::mem::take(&mut self.dropped));
+        if let Some(batch) = &batch {
+            m.baseline.record_output(batch.num_rows());
+        }
+        m.baseline.elapsed_compute().add_elapsed(start);
+        Ok(batch)
+    }
+
+    /// Makes `batch` the current batch of `run`'s cursor, checking that the run stays sorted.
+    fn install(&mut self, run: usize, batch: RecordBatch) -> Result<()> {
+        let cursor = RunCursor::try_new(
+            &batch,
+            usize::MAX, // set below, once the batch is accepted
+            &self.converter,
+            &self.options.key_columns,
+            self.options.seq_column,
+            self.options.kind_column,
+        )?;
+        if let Some(previous) = &self.cursors[run] {
+            if cursor.first() < previous.last() {
+                return Err(DataFusionError::Execution(format!(
+                    "merge: sorted run {run} is not ordered by primary key across batches"
+                )));
+            }
+        }
+        self.input_rows += batch.num_rows();
+        let mut cursor = cursor;
+        cursor.batch = self.builder.push_batch(batch);
+        self.cursors[run] = Some(cursor);
+        Ok(())
+    }
+
+    /// Replaces the exhausted batch of `run` by the run's next batch (or finishes the cursor),
+    /// then restores the tree.
+    async fn refill(&mut self, run: usize) -> Result<()> {
+        // The open group's key may live in the batch being replaced: copy it out (once per
+        // batch at most).
+        if let Some(Group {
+            key: key @ GroupKey::Cursor { .. },
+            ..
+        }) = &mut self.group
+        {
+            if let GroupKey::Cursor { run: r, pos } = *key {
+                if r == run {
+                    let cursor = self.cursors[run]
+                        .as_ref()
+                        .expect("a cursor needing a refill is live");
+                    *key = GroupKey::Owned(cursor.key(pos).owned());
+                }
+            }
+        }
+        let next = next_non_empty(&mut self.runs[run]).await?;
+        let start = Instant::now();
+        match next {
+            Some(batch) => self.install(run, batch)?,
+            // the old batch stays in the builder until the next flush
+            None => self.cursors[run] = None,
+        }
+        let cursors = &self.cursors;
+        self.tree
+            .as_mut()
+            .expect("the tree is built before any refill")
+            .replay(|a, b| cursor_gt(cursors, a, b));
+        self.metrics.baseline.elapsed_compute().add_elapsed(start);
+        Ok(())
+    }
+
+    /// Merges until a cursor needs a new batch, the output batch is full, or all runs are done.
+    fn run_sync(&mut self) -> Result<Progress> {
+        let Self {
+            cursors,
+            tree,
+            builder,
+            engine,
+            group,
+            merged_away,
+            dropped,
+            ..
+        } = self;
+        let tree = tree.as_mut().expect("the tree is built before merging");
+        loop {
+            if let Some(open) = group {
+                // continue the open group while the smallest head has the group's key
+                let w = tree.winner();
+                let same_key = match &cursors[w] {
+                    None => false,
+                    Some(head) => match &open.key {
+                        GroupKey::Cursor { run, pos } => {
+                            let owner = cursors[*run]
+                                .as_ref()
+                                .expect("a group key's cursor is live until refilled");
+                            owner.key(*pos) == head.current()
+                        }
+                        GroupKey::Owned(key) => key.row() == head.current(),
+                    },
+                };
+                if same_key {
+                    let head = cursors[w].as_mut().expect("checked above");
+                    engine.add(head.candidate(w));
+                    open.size += 1;
+                    if head.advance() {
+                        return Ok(Progress::NeedRefill(w));
+                    }
+                    tree.replay(|a, b| cursor_gt(cursors, a, b));
+                    continue;
+                }
+                *merged_away += open.size - 1;
+                *group = None;
+                match engine.finish() {
+                    Some(winner) => builder.push_row(winner.batch, winner.row),
+                    None => *dropped += 1,
+                }
+                continue;
+            }
+
+            if builder.is_full() {
+                return Ok(Progress::Full);
+            }
+            let w = tree.winner();
+            let Some(head) = cursors[w].as_mut() else {
+                return Ok(Progress::Done);
+            };
+
+            // Bulk path: rows of the winning run strictly below every other run's head key
+            // (and followed by a greater key in the same run) are the only record of their key.
+            let pos = head.pos();
+            let limit = head.safe_limit().min(pos + builder.capacity());
+            if pos < limit {
+                let runner_up = tree.runner_up(|a, b| cursor_gt(cursors, a, b));
+                let head = cursors[w].as_ref().expect("checked above");
+                let end = match runner_up.and_then(|r| cursors[r].as_ref()) {
+                    Some(other) => head.gallop_lower_bound(pos, limit, &other.current()),
+                    None => limit,
+                };
+                if end > pos {
+                    let batch = head.batch;
+                    let kinds = &head.kinds()[pos..end];
+                    let mut kept_from = pos;
+                    for (i, &kind) in kinds.iter().enumerate() {
+                        if !engine.keep_single(kind) {
+                            builder.push_range(batch, kept_from, pos + i);
+                            kept_from = pos + i + 1;
+                            *dropped += 1;
+                        }
+                    }
+                    builder.push_range(batch, kept_from, end);
+                    // end <= safe_limit < len: the cursor stays live
+                    cursors[w].as_mut().expect("checked above").skip_to(end);
+                    tree.replay(|a, b| cursor_gt(cursors, a, b));
+                    continue;
+                }
+            }
+
+            // Slow path: open a group with the smallest record.
+            let head = cursors[w].as_mut().expect("checked above");
+            engine.start(head.candidate(w));
+            *group = Some(Group {
+                key: GroupKey::Cursor { run: w, pos },
+                size: 1,
+            });
+            if head.advance() {
+                return Ok(Progress::NeedRefill(w));
+            }
+            tree.replay(|a, b| cursor_gt(cursors, a, b));
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn stored_batches(&self) -> usize {
+        self.builder.stored_batches()
+    }
+
+    #[cfg(test)]
+    pub(super) fn live_cursors(&self) -> usize {
+        self.cursors.iter().flatten().count()
+    }
+}

@@ -1,0 +1,34 @@
+//! Metadata of one table on disk: schemas, snapshots, tags, manifests.
+//!
+//! [`TableMeta`] is the single entry point; it caches immutable files (schemas, manifests are
+//! never rewritten) and always re-reads mutable ones (hint files, directory listings).
+
+mod manifests;
+mod schemas;
+mod snapshots;
+
+pub(crate) use manifests::{LiveFiles, PartitionBucket};
+
+use std::sync::Arc;
+
+use dashmap::DashMap;
+
+use crate::io::FileIO;
+use crate::spec::TableSchema;
+
+/// Metadata access for the table rooted at `io`.
+#[derive(Debug)]
+pub(crate) struct TableMeta {
+    io: FileIO,
+    schemas: DashMap<i64, Arc<TableSchema>>,
+}
+
+impl TableMeta {
+    pub(crate) fn new(io: FileIO) -> Self {
+        TableMeta { io, schemas: DashMap::new() }
+    }
+
+    pub(crate) fn io(&self) -> &FileIO {
+        &self.io
+    }
+}

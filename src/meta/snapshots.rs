@@ -1,0 +1,95 @@
+//! Snapshots and tags: latest / by id / by time, with `LATEST` treated as a hint only.
+
+use super::TableMeta;
+use crate::error::{Error, Result};
+use crate::spec::{paths, Snapshot, Tag};
+
+impl TableMeta {
+    /// The snapshot with this id; a missing file is `NotFound` naming it.
+    pub(crate) async fn snapshot(&self, id: i64) -> Result<Snapshot> {
+        let file = paths::snapshot_file(id);
+        let bytes = self.io.read(&file, "snapshot").await?;
+        Snapshot::from_json(&bytes, &self.io.display(&file))
+    }
+
+    /// Ids of the snapshot files present, ascending.
+    pub(crate) async fn snapshot_ids(&self) -> Result<Vec<i64>> {
+        let mut ids: Vec<i64> = self
+            .io
+            .list_files("snapshot")
+            .await?
+            .iter()
+            .filter_map(|n| n.strip_prefix("snapshot-")?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// The latest snapshot id, or None for a table without snapshots.
+    ///
+    /// Follows Java: trust `LATEST` = L only if `snapshot-L` exists and `snapshot-(L+1)` does
+    /// not; otherwise list the directory.
+    pub(crate) async fn latest_snapshot_id(&self) -> Result<Option<i64>> {
+        if let Ok(bytes) = self.io.read("snapshot/LATEST", "hint").await {
+            if let Ok(l) = std::str::from_utf8(&bytes).unwrap_or("").trim().parse::<i64>() {
+                if l > 0
+                    && self.io.exists(&paths::snapshot_file(l)).await?
+                    && !self.io.exists(&paths::snapshot_file(l + 1)).await?
+                {
+                    return Ok(Some(l));
+                }
+            }
+        }
+        Ok(self.snapshot_ids().await?.last().copied())
+    }
+
+    /// The latest snapshot, if any.
+    pub(crate) async fn latest_snapshot(&self) -> Result<Option<Snapshot>> {
+        match self.latest_snapshot_id().await? {
+            Some(id) => Ok(Some(self.snapshot(id).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// All live snapshots, ascending by id.
+    pub(crate) async fn snapshots(&self) -> Result<Vec<Snapshot>> {
+        let ids = self.snapshot_ids().await?;
+        futures::future::try_join_all(ids.into_iter().map(|id| self.snapshot(id))).await
+    }
+
+    /// The latest snapshot committed at or before `millis`, if any.
+    pub(crate) async fn snapshot_at_or_before(&self, millis: i64) -> Result<Option<Snapshot>> {
+        let mut best = None;
+        for s in self.snapshots().await? {
+            if s.time_millis <= millis {
+                best = Some(s);
+            }
+        }
+        Ok(best)
+    }
+
+    /// The tag with this name.
+    pub(crate) async fn tag(&self, name: &str) -> Result<Tag> {
+        let file = paths::tag_file(name);
+        let bytes = match self.io.read(&file, "tag").await {
+            Err(Error::NotFound { .. }) => {
+                return Err(Error::not_found("tag", format!("'{name}' ({})", self.io.display(&file))))
+            }
+            other => other?,
+        };
+        Tag::from_json(name, &bytes, &self.io.display(&file))
+    }
+
+    /// All tags, sorted by name.
+    pub(crate) async fn tags(&self) -> Result<Vec<Tag>> {
+        let mut names: Vec<String> = self
+            .io
+            .list_files("tag")
+            .await?
+            .iter()
+            .filter_map(|n| n.strip_prefix("tag-").map(str::to_string))
+            .collect();
+        names.sort();
+        futures::future::try_join_all(names.iter().map(|n| self.tag(n))).await
+    }
+}

@@ -1,0 +1,198 @@
+//! `PaimonScanExec`: the merge-on-read scan of one table snapshot.
+//!
+//! ```text
+//!  split (partition, bucket) ──► sections ──► 1 run : read files, drop -U/-D rows
+//!                                        └──► n runs: k-way merge by key (newest sequence wins)
+//!                         ──► project ──► limit ──► output partition
+//! ```
+//!
+//! Splits are spread over output partitions by row count so every core works. Value filters
+//! are never applied here: DataFusion re-applies every pushed filter above this node, after the
+//! merge, so an older version of a row can never resurface.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{internal_err, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType, ReplaceChildrenOptions};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
+
+use super::file_read::ReadLayout;
+use super::split::Split;
+use super::stream::partition_stream;
+use crate::io::FileIO;
+use crate::merge::MergeMetrics;
+use crate::spec::TableSchema;
+
+/// What every partition of a scan shares.
+#[derive(Debug)]
+pub(crate) struct ScanContext {
+    pub(crate) table_io: FileIO,
+    pub(crate) layout: Arc<ReadLayout>,
+    /// Schemas the files were written with, by id.
+    pub(crate) file_schemas: HashMap<i64, Arc<TableSchema>>,
+    /// Key column indices in the layout (primary-key tables).
+    pub(crate) key_indices: Vec<usize>,
+    /// Layout columns that make up the output, in order.
+    pub(crate) output_columns: Vec<usize>,
+    /// Prepend a `rowkind` column (`$audit_log`).
+    pub(crate) with_rowkind: bool,
+    /// Keep keys whose newest record is a retraction (`$audit_log`).
+    pub(crate) keep_retracts: bool,
+    pub(crate) output_schema: SchemaRef,
+}
+
+/// Merge-on-read scan of a Paimon table snapshot.
+#[derive(Debug)]
+pub struct PaimonScanExec {
+    table_name: String,
+    snapshot_id: Option<i64>,
+    merge_engine: &'static str,
+    ctx: Arc<ScanContext>,
+    /// Splits of each output partition.
+    partitions: Vec<Vec<Split>>,
+    limit: Option<usize>,
+    files_pruned: usize,
+    metrics: ExecutionPlanMetricsSet,
+    properties: Arc<PlanProperties>,
+}
+
+impl PaimonScanExec {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        table_name: String,
+        snapshot_id: Option<i64>,
+        merge_engine: &'static str,
+        ctx: ScanContext,
+        splits: Vec<Split>,
+        target_partitions: usize,
+        limit: Option<usize>,
+        files_pruned: usize,
+    ) -> Self {
+        let partitions = distribute(splits, target_partitions.max(1));
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(Arc::clone(&ctx.output_schema)),
+            Partitioning::UnknownPartitioning(partitions.len()),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        PaimonScanExec {
+            table_name,
+            snapshot_id,
+            merge_engine,
+            ctx: Arc::new(ctx),
+            partitions,
+            limit,
+            files_pruned,
+            metrics: ExecutionPlanMetricsSet::new(),
+            properties,
+        }
+    }
+
+    fn split_summary(&self) -> String {
+        let mut all: Vec<&Split> = self.partitions.iter().flatten().collect();
+        all.sort_by(|a, b| a.partition_path.cmp(&b.partition_path).then(a.bucket.cmp(&b.bucket)));
+        all.iter()
+            .map(|s| format!("{}bucket-{}: files={} runs={}", s.partition_path, s.bucket, s.file_count(), s.run_count()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Spreads splits over at most `n` partitions, largest first onto the least loaded one.
+fn distribute(mut splits: Vec<Split>, n: usize) -> Vec<Vec<Split>> {
+    let count = n.min(splits.len()).max(1);
+    let mut parts: Vec<(i64, Vec<Split>)> = (0..count).map(|_| (0, Vec::new())).collect();
+    splits.sort_by_key(|s| std::cmp::Reverse(s.row_count()));
+    for s in splits {
+        let target = parts.iter_mut().min_by_key(|(load, _)| *load).expect("at least one partition");
+        target.0 += s.row_count();
+        target.1.push(s);
+    }
+    parts.into_iter().map(|(_, s)| s).collect()
+}
+
+impl DisplayAs for PaimonScanExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let projection: Vec<&str> = self.ctx.output_schema.fields().iter().map(|f| f.name().as_str()).collect();
+        let snapshot = self.snapshot_id.map(|s| s.to_string()).unwrap_or_else(|| "none".into());
+        match t {
+            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                write!(
+                    f,
+                    "PaimonScanExec: table={}, snapshot={}, merge_engine={}, projection=[{}], splits=[{}]",
+                    self.table_name,
+                    snapshot,
+                    self.merge_engine,
+                    projection.join(", "),
+                    self.split_summary()
+                )?;
+                if self.files_pruned > 0 {
+                    write!(f, ", files_pruned={}", self.files_pruned)?;
+                }
+                if let Some(l) = self.limit {
+                    write!(f, ", limit={l}")?;
+                }
+                Ok(())
+            }
+            DisplayFormatType::TreeRender => {
+                writeln!(f, "table={}", self.table_name)?;
+                writeln!(f, "snapshot={snapshot}")?;
+                write!(f, "splits={}", self.partitions.iter().map(Vec::len).sum::<usize>())
+            }
+        }
+    }
+}
+
+impl ExecutionPlan for PaimonScanExec {
+    fn name(&self) -> &str {
+        "PaimonScanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn replace_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+        _options: ReplaceChildrenOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    #[allow(deprecated)]
+    fn with_new_children(self: Arc<Self>, _children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        let Some(splits) = self.partitions.get(partition) else {
+            return internal_err!("PaimonScanExec has no partition {partition} (it has {})", self.partitions.len());
+        };
+        let batch_size = context.session_config().batch_size();
+        let metrics = MergeMetrics::new(&self.metrics, partition);
+        Ok(partition_stream(Arc::clone(&self.ctx), splits.clone(), batch_size, metrics, self.limit))
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+}

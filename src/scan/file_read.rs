@@ -1,0 +1,159 @@
+//! Opening one data file as a stream of batches in the *read schema*.
+//!
+//! Columns are matched by field id through the schema the file was written with
+//! (`_SCHEMA_ID`), so renamed columns read under their old name, retyped columns are cast, added
+//! columns read as NULL and dropped columns are ignored (format.md §6.6).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::compute::{cast_with_options, CastOptions};
+use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
+use datafusion::common::{exec_datafusion_err, Result};
+use futures::{StreamExt, TryStreamExt};
+use object_store::path::Path;
+use object_store::ObjectStore;
+use parquet::arrow::async_reader::{ParquetObjectReader, ParquetRecordBatchStreamBuilder};
+use parquet::arrow::ProjectionMask;
+
+use crate::spec::{DataField, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
+
+/// What to read from every file of a scan: value columns by field id, plus the system columns
+/// of primary-key files when `with_system_columns` is set.
+#[derive(Debug, Clone)]
+pub(crate) struct ReadLayout {
+    /// Value columns in output order (fields of the read schema).
+    pub(crate) fields: Vec<DataField>,
+    /// Append `_SEQUENCE_NUMBER` (Int64) and `_VALUE_KIND` (Int8) after the value columns.
+    pub(crate) with_system_columns: bool,
+    /// Arrow schema of the produced batches.
+    pub(crate) schema: SchemaRef,
+}
+
+impl ReadLayout {
+    pub(crate) fn new(fields: Vec<DataField>, with_system_columns: bool) -> Self {
+        let mut arrow_fields: Vec<Field> = fields
+            .iter()
+            // Files written by other engines vary in nullability; never reject a batch for it.
+            .map(|f| f.to_arrow_field().with_nullable(true))
+            .collect();
+        if with_system_columns {
+            arrow_fields.push(Field::new(SEQUENCE_NUMBER, ArrowType::Int64, false));
+            arrow_fields.push(Field::new(VALUE_KIND, ArrowType::Int8, false));
+        }
+        ReadLayout { fields, with_system_columns, schema: Arc::new(Schema::new(arrow_fields)) }
+    }
+
+    /// Index of the `_SEQUENCE_NUMBER` column.
+    pub(crate) fn seq_index(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// Index of the `_VALUE_KIND` column.
+    pub(crate) fn kind_index(&self) -> usize {
+        self.fields.len() + 1
+    }
+}
+
+/// One data file to open.
+#[derive(Debug, Clone)]
+pub(crate) struct FileToRead {
+    pub(crate) path: Path,
+    pub(crate) size: u64,
+    pub(crate) schema_id: i64,
+}
+
+/// Where each output column comes from in one file.
+enum ColumnSource {
+    File { name: String, target: ArrowType },
+    Missing(ArrowType),
+}
+
+/// Opens `file` and returns its batches in `layout`'s schema.
+pub(crate) async fn read_file(
+    store: Arc<dyn ObjectStore>,
+    file: FileToRead,
+    file_schema: Arc<TableSchema>,
+    layout: Arc<ReadLayout>,
+    batch_size: usize,
+) -> Result<impl futures::Stream<Item = Result<RecordBatch>> + Send> {
+    let shown = file.path.to_string();
+    let reader = ParquetObjectReader::new(store, file.path.clone()).with_file_size(file.size);
+    let builder = ParquetRecordBatchStreamBuilder::new(reader)
+        .await
+        .map_err(|e| exec_datafusion_err!("Failed to open data file {shown}: {e}"))?;
+    let file_arrow = Arc::clone(builder.schema());
+    let by_id: HashMap<i32, &DataField> = file_schema.fields.iter().map(|f| (f.id, f)).collect();
+
+    let sources: Vec<ColumnSource> = layout
+        .fields
+        .iter()
+        .map(|f| {
+            let target = f.data_type.to_arrow();
+            match by_id.get(&f.id) {
+                Some(old) if file_arrow.index_of(&old.name).is_ok() => ColumnSource::File { name: old.name.clone(), target },
+                _ => ColumnSource::Missing(target),
+            }
+        })
+        .collect();
+    let mut wanted: Vec<String> = sources
+        .iter()
+        .filter_map(|s| match s {
+            ColumnSource::File { name, .. } => Some(name.clone()),
+            ColumnSource::Missing(_) => None,
+        })
+        .collect();
+    if layout.with_system_columns {
+        for sys in [SEQUENCE_NUMBER, VALUE_KIND] {
+            if file_arrow.index_of(sys).is_err() {
+                return Err(exec_datafusion_err!("Data file {shown} has no {sys} column; it is not a primary-key data file"));
+            }
+            wanted.push(sys.to_string());
+        }
+    }
+    let indices: Vec<usize> = wanted.iter().filter_map(|n| file_arrow.index_of(n).ok()).collect();
+    let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
+    let stream = builder
+        .with_projection(mask)
+        .with_batch_size(batch_size)
+        .build()
+        .map_err(|e| exec_datafusion_err!("Failed to read data file {shown}: {e}"))?;
+    let sources = Arc::new(sources);
+    Ok(stream
+        .map_err(move |e| exec_datafusion_err!("Failed to read data file {}: {e}", file.path))
+        .and_then(move |batch| {
+            let out = adapt_batch(&batch, &sources, &layout);
+            futures::future::ready(out)
+        }))
+}
+
+/// Renames, casts and fills one file batch into the read layout.
+fn adapt_batch(batch: &RecordBatch, sources: &[ColumnSource], layout: &ReadLayout) -> Result<RecordBatch> {
+    let rows = batch.num_rows();
+    let schema = batch.schema();
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(layout.schema.fields().len());
+    for s in sources {
+        columns.push(match s {
+            ColumnSource::Missing(t) => new_null_array(t, rows),
+            ColumnSource::File { name, target } => {
+                let idx = schema.index_of(name)?;
+                cast_column(batch.column(idx), target)?
+            }
+        });
+    }
+    if layout.with_system_columns {
+        columns.push(cast_column(batch.column(schema.index_of(SEQUENCE_NUMBER)?), &ArrowType::Int64)?);
+        columns.push(cast_column(batch.column(schema.index_of(VALUE_KIND)?), &ArrowType::Int8)?);
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(Arc::clone(&layout.schema), columns, &options)?)
+}
+
+fn cast_column(array: &ArrayRef, target: &ArrowType) -> Result<ArrayRef> {
+    if array.data_type() == target {
+        return Ok(Arc::clone(array));
+    }
+    let options = CastOptions { safe: false, ..Default::default() };
+    Ok(cast_with_options(array, target, &options)?)
+}

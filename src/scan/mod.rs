@@ -1,0 +1,14 @@
+//! The merge-on-read read path: planning splits from a snapshot and the scan plan node.
+
+mod exec;
+mod file_read;
+mod plan;
+mod split;
+mod stream;
+
+pub use exec::PaimonScanExec;
+pub(crate) use exec::ScanContext;
+pub(crate) use file_read::ReadLayout;
+pub(crate) use plan::{plan_scan, PlanRequest, ScanPlan};
+#[allow(unused_imports)]
+pub(crate) use split::{Split, SplitFile};

@@ -1,0 +1,189 @@
+//! Snapshot -> live files -> pruned splits (one per partition and bucket).
+//!
+//! Pruning uses only facts that hold for every version of a row: partition values, and for
+//! primary-key tables the key statistics of each file (a key never changes, so a file whose key
+//! range cannot match holds no version of a matching row). Value statistics are used for append
+//! tables only: on a primary-key table, skipping the file that holds the newest version of a row
+//! would let an older version resurface.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BooleanArray, UInt64Array};
+use datafusion::common::{Column, Result, ScalarValue};
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningStatistics};
+
+use super::split::{build_sections, Split, SplitFile};
+use crate::meta::TableMeta;
+use crate::spec::{paths, BinaryRow, DataFileMeta, ManifestEntry, MergeEngine, Snapshot, TableOptions, TableSchema};
+
+/// Everything planning needs to know about the read.
+pub(crate) struct PlanRequest<'a> {
+    pub(crate) meta: &'a TableMeta,
+    pub(crate) snapshot: &'a Snapshot,
+    /// Schema of the snapshot being read (time travel reads with the old schema).
+    pub(crate) schema: &'a TableSchema,
+    pub(crate) options: &'a TableOptions,
+    /// Conjunction of pushed-down filters over `schema`'s Arrow schema, for pruning only.
+    pub(crate) predicate: Option<Arc<dyn PhysicalExpr>>,
+}
+
+/// The result of planning: splits plus every schema their files were written with.
+pub(crate) struct ScanPlan {
+    pub(crate) splits: Vec<Split>,
+    pub(crate) file_schemas: HashMap<i64, Arc<TableSchema>>,
+    pub(crate) files_pruned: usize,
+}
+
+/// Plans the splits of a batch scan of `req.snapshot`.
+pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
+    let live = req.meta.live_files(req.snapshot, |_| true).await?;
+    let partition_types = req.schema.partition_types();
+    let is_pk = req.schema.has_primary_key();
+    let pruning = match &req.predicate {
+        Some(p) => PruningPredicate::try_new(Arc::clone(p), req.schema.arrow_schema()).ok(),
+        None => None,
+    };
+
+    let mut file_schemas: HashMap<i64, Arc<TableSchema>> = HashMap::new();
+    let mut splits = Vec::new();
+    let mut files_pruned = 0;
+    for ((partition_bytes, bucket), entries) in &live.groups {
+        if *bucket == -2 {
+            // Postpone-bucket files are invisible to batch reads until they are assigned a
+            // bucket by compaction (Paimon skips them too).
+            continue;
+        }
+        let partition = BinaryRow::decode(partition_bytes, &partition_types)?.values;
+        let mut files: Vec<&ManifestEntry> = entries.iter().collect();
+        if is_pk && (req.options.merge_engine == MergeEngine::FirstRow || req.options.deletion_vectors) {
+            // Batch reads of first-row and deletion-vector tables skip level 0 (Java
+            // batchScanSkipLevel0): those rows become visible after compaction.
+            files.retain(|e| e.file.level > 0);
+        }
+        for e in &files {
+            if !file_schemas.contains_key(&e.file.schema_id) {
+                file_schemas.insert(e.file.schema_id, req.meta.schema(e.file.schema_id).await?);
+            }
+        }
+        if let Some(p) = &pruning {
+            let stats = FileStats::new(req.schema, &partition, &files, &file_schemas, is_pk);
+            let keep = p.prune(&stats)?;
+            let before = files.len();
+            files = files.into_iter().zip(keep).filter_map(|(f, k)| k.then_some(f)).collect();
+            files_pruned += before - files.len();
+        }
+        if files.is_empty() {
+            continue;
+        }
+        let partition_path = paths::partition_path(&req.schema.partition_keys, &partition, &req.options.partition_default_name);
+        let split_files = files
+            .iter()
+            .map(|e| SplitFile::new(&e.file, req.schema, &file_schemas))
+            .collect::<Result<Vec<_>>>()?;
+        let sections = if is_pk { build_sections(split_files) } else { split_files.into_iter().map(|f| vec![vec![f]]).collect() };
+        let dir = match &req.options.data_file_path_directory {
+            Some(d) => format!("{d}/{partition_path}{}", paths::bucket_dir(*bucket)),
+            None => format!("{partition_path}{}", paths::bucket_dir(*bucket)),
+        };
+        splits.push(Split { partition, partition_path, bucket: *bucket, bucket_dir: dir, sections });
+    }
+    Ok(ScanPlan { splits, file_schemas, files_pruned })
+}
+
+/// Per-file statistics of one (partition, bucket) for DataFusion's `PruningPredicate`.
+struct FileStats {
+    /// column name -> (mins, maxes, null counts), one entry per file.
+    columns: HashMap<String, (Vec<ScalarValue>, Vec<ScalarValue>, Vec<Option<u64>>)>,
+    row_counts: Vec<u64>,
+}
+
+impl FileStats {
+    fn new(
+        schema: &TableSchema,
+        partition: &[ScalarValue],
+        files: &[&ManifestEntry],
+        file_schemas: &HashMap<i64, Arc<TableSchema>>,
+        is_pk: bool,
+    ) -> Self {
+        let mut columns: HashMap<String, (Vec<ScalarValue>, Vec<ScalarValue>, Vec<Option<u64>>)> = HashMap::new();
+        let row_counts: Vec<u64> = files.iter().map(|e| e.file.row_count.max(0) as u64).collect();
+        for (key, value) in schema.partition_keys.iter().zip(partition) {
+            let nulls = row_counts.iter().map(|r| Some(if value.is_null() { *r } else { 0 })).collect();
+            columns.insert(key.clone(), (vec![value.clone(); files.len()], vec![value.clone(); files.len()], nulls));
+        }
+        let stat_columns: Vec<String> = if is_pk {
+            schema.trimmed_primary_keys().iter().map(|f| f.name.clone()).collect()
+        } else {
+            schema.fields.iter().filter(|f| !schema.partition_keys.contains(&f.name)).map(|f| f.name.clone()).collect()
+        };
+        for name in stat_columns {
+            let Some(field) = schema.field(&name) else { continue };
+            let Ok(null) = ScalarValue::try_from(&field.data_type.to_arrow()) else { continue };
+            let mut mins = Vec::with_capacity(files.len());
+            let mut maxs = Vec::with_capacity(files.len());
+            let mut nulls = Vec::with_capacity(files.len());
+            for e in files {
+                let stat = file_schemas.get(&e.file.schema_id).and_then(|fs| column_stat(&e.file, fs, field.id, is_pk));
+                let (min, max, n) = stat
+                    .filter(|(min, max, _)| min.data_type() == null.data_type() && max.data_type() == null.data_type())
+                    .unwrap_or((null.clone(), null.clone(), None));
+                mins.push(min);
+                maxs.push(max);
+                nulls.push(n);
+            }
+            columns.insert(name, (mins, maxs, nulls));
+        }
+        FileStats { columns, row_counts }
+    }
+}
+
+/// (min, max, null count) of the column with `field_id` in one file, if recorded.
+fn column_stat(file: &DataFileMeta, file_schema: &TableSchema, field_id: i32, is_pk: bool) -> Option<(ScalarValue, ScalarValue, Option<u64>)> {
+    let name = &file_schema.field_by_id(field_id)?.name;
+    let (stats, covered): (_, Vec<&crate::spec::DataField>) = if is_pk {
+        (&file.key_stats, file_schema.trimmed_primary_keys())
+    } else {
+        let covered = match &file.value_stats_cols {
+            Some(cols) => cols.iter().filter_map(|c| file_schema.field(c)).collect(),
+            None => file_schema.fields.iter().collect(),
+        };
+        (&file.value_stats, covered)
+    };
+    let pos = covered.iter().position(|f| &f.name == name)?;
+    let types: Vec<_> = covered.iter().map(|f| crate::spec::DataType { nullable: true, ..f.data_type.clone() }).collect();
+    let mins = BinaryRow::decode(&stats.min_values, &types).ok()?;
+    let maxs = BinaryRow::decode(&stats.max_values, &types).ok()?;
+    let nulls = stats.null_counts.as_ref().and_then(|n| n.get(pos).copied().flatten()).map(|n| n as u64);
+    Some((mins.values.get(pos)?.clone(), maxs.values.get(pos)?.clone(), nulls))
+}
+
+impl PruningStatistics for FileStats {
+    fn min_values(&self, column: &Column) -> Option<ArrayRef> {
+        let (mins, _, _) = self.columns.get(column.name())?;
+        ScalarValue::iter_to_array(mins.iter().cloned()).ok()
+    }
+
+    fn max_values(&self, column: &Column) -> Option<ArrayRef> {
+        let (_, maxs, _) = self.columns.get(column.name())?;
+        ScalarValue::iter_to_array(maxs.iter().cloned()).ok()
+    }
+
+    fn num_containers(&self) -> usize {
+        self.row_counts.len()
+    }
+
+    fn null_counts(&self, column: &Column) -> Option<ArrayRef> {
+        let (_, _, nulls) = self.columns.get(column.name())?;
+        Some(Arc::new(UInt64Array::from(nulls.clone())))
+    }
+
+    fn row_counts(&self) -> Option<ArrayRef> {
+        Some(Arc::new(UInt64Array::from(self.row_counts.clone())))
+    }
+
+    fn contained(&self, _column: &Column, _values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
+        None
+    }
+}

@@ -1,0 +1,168 @@
+//! Splits: the files of one (partition, bucket), arranged into sections of sorted runs.
+//!
+//! Sections never share keys, so each is read independently; a section with one sorted run
+//! needs no merge (semantics.md §4.3, Java `IntervalPartition`).
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use datafusion::common::{Result, ScalarValue};
+
+use crate::spec::{BinaryRow, DataFileMeta, DataType, TableSchema};
+
+/// One data file of a split with its decoded key range.
+#[derive(Debug, Clone)]
+pub(crate) struct SplitFile {
+    pub(crate) file_name: String,
+    pub(crate) file_size: u64,
+    pub(crate) schema_id: i64,
+    pub(crate) level: i32,
+    pub(crate) row_count: i64,
+    pub(crate) min_key: Vec<ScalarValue>,
+    pub(crate) max_key: Vec<ScalarValue>,
+    pub(crate) external_path: Option<String>,
+}
+
+impl SplitFile {
+    pub(crate) fn new(file: &DataFileMeta, _read_schema: &TableSchema, schemas: &HashMap<i64, Arc<TableSchema>>) -> Result<Self> {
+        let key_types: Vec<DataType> = schemas
+            .get(&file.schema_id)
+            .map(|s| s.trimmed_primary_keys().iter().map(|f| f.data_type.clone()).collect())
+            .unwrap_or_default();
+        let decode = |bytes: &[u8]| -> Result<Vec<ScalarValue>> {
+            if key_types.is_empty() {
+                return Ok(vec![]);
+            }
+            Ok(BinaryRow::decode(bytes, &key_types)
+                .map_err(|e| datafusion::common::DataFusionError::External(Box::new(e)))?
+                .values)
+        };
+        Ok(SplitFile {
+            file_name: file.file_name.clone(),
+            file_size: file.file_size.max(0) as u64,
+            schema_id: file.schema_id,
+            level: file.level,
+            row_count: file.row_count,
+            min_key: decode(&file.min_key)?,
+            max_key: decode(&file.max_key)?,
+            external_path: file.external_path.clone(),
+        })
+    }
+}
+
+/// Files of one partition and bucket.
+#[derive(Debug, Clone)]
+pub(crate) struct Split {
+    pub(crate) partition: Vec<ScalarValue>,
+    pub(crate) partition_path: String,
+    pub(crate) bucket: i32,
+    /// Directory of the bucket relative to the table root.
+    pub(crate) bucket_dir: String,
+    /// Sections -> sorted runs -> files (in key order within a run).
+    pub(crate) sections: Vec<Vec<Vec<SplitFile>>>,
+}
+
+impl Split {
+    pub(crate) fn file_count(&self) -> usize {
+        self.sections.iter().flatten().map(Vec::len).sum()
+    }
+
+    pub(crate) fn run_count(&self) -> usize {
+        self.sections.iter().map(Vec::len).sum()
+    }
+
+    pub(crate) fn row_count(&self) -> i64 {
+        self.sections.iter().flatten().flatten().map(|f| f.row_count).sum()
+    }
+}
+
+fn cmp_keys(a: &[ScalarValue], b: &[ScalarValue]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        match x.partial_cmp(y).unwrap_or(Ordering::Equal) {
+            Ordering::Equal => continue,
+            other => return other,
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+/// Groups files into sections of overlapping key ranges, then packs each section into the
+/// fewest sorted runs (greedy, as Java's `IntervalPartition`).
+pub(crate) fn build_sections(mut files: Vec<SplitFile>) -> Vec<Vec<Vec<SplitFile>>> {
+    files.sort_by(|a, b| cmp_keys(&a.min_key, &b.min_key).then_with(|| cmp_keys(&a.max_key, &b.max_key)));
+    let mut sections: Vec<Vec<SplitFile>> = Vec::new();
+    let mut bound: Option<Vec<ScalarValue>> = None;
+    for f in files {
+        let starts_new = match &bound {
+            None => true,
+            Some(b) => cmp_keys(&f.min_key, b) == Ordering::Greater,
+        };
+        if starts_new {
+            bound = Some(f.max_key.clone());
+            sections.push(vec![f]);
+        } else {
+            if let Some(b) = &bound {
+                if cmp_keys(&f.max_key, b) == Ordering::Greater {
+                    bound = Some(f.max_key.clone());
+                }
+            }
+            sections.last_mut().expect("a section was opened").push(f);
+        }
+    }
+    sections.into_iter().map(pack_runs).collect()
+}
+
+/// Packs the files of one section (sorted by min key) into sorted runs.
+fn pack_runs(files: Vec<SplitFile>) -> Vec<Vec<SplitFile>> {
+    let mut runs: Vec<Vec<SplitFile>> = Vec::new();
+    for f in files {
+        // The run whose last max key is smallest, if it ends before this file starts.
+        let best = runs
+            .iter_mut()
+            .filter(|r| cmp_keys(&r.last().expect("runs are non-empty").max_key, &f.min_key) == Ordering::Less)
+            .min_by(|a, b| cmp_keys(&a.last().expect("non-empty").max_key, &b.last().expect("non-empty").max_key));
+        match best {
+            Some(run) => run.push(f),
+            None => runs.push(vec![f]),
+        }
+    }
+    runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, min: i32, max: i32) -> SplitFile {
+        SplitFile {
+            file_name: name.into(),
+            file_size: 1,
+            schema_id: 0,
+            level: 0,
+            row_count: 1,
+            min_key: vec![ScalarValue::Int32(Some(min))],
+            max_key: vec![ScalarValue::Int32(Some(max))],
+            external_path: None,
+        }
+    }
+
+    fn names(sections: &[Vec<Vec<SplitFile>>]) -> Vec<Vec<Vec<String>>> {
+        sections.iter().map(|s| s.iter().map(|r| r.iter().map(|f| f.file_name.clone()).collect()).collect()).collect()
+    }
+
+    #[test]
+    fn sections_split_on_gaps_and_pack_runs() {
+        let files = vec![file("a", 1, 10), file("b", 5, 8), file("c", 11, 20), file("d", 30, 40), file("e", 9, 12)];
+        let s = build_sections(files);
+        // a, b, e, c overlap transitively; d stands alone.
+        assert_eq!(names(&s), vec![vec![vec!["a", "c"], vec!["b", "e"]], vec![vec!["d"]]].into_iter().map(|s| s.into_iter().map(|r| r.into_iter().map(String::from).collect()).collect()).collect::<Vec<Vec<Vec<String>>>>());
+    }
+
+    #[test]
+    fn disjoint_files_form_single_runs() {
+        let s = build_sections(vec![file("x", 1, 2), file("y", 3, 4)]);
+        assert_eq!(s.len(), 2);
+        assert!(s.iter().all(|sec| sec.len() == 1));
+    }
+}

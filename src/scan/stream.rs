@@ -1,0 +1,130 @@
+//! The work of one output partition of [`super::PaimonScanExec`]: for each split, open the
+//! files of every section, merge sections with several sorted runs, drop retracted keys, then
+//! shape the output (projection, `rowkind` column) and stop at the limit.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, AsArray, RecordBatch, RecordBatchOptions, StringArray};
+use arrow::datatypes::Int8Type;
+use datafusion::common::Result;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use futures::{StreamExt, TryStreamExt};
+
+use super::exec::ScanContext;
+use super::file_read::{read_file, FileToRead};
+use super::split::{Split, SplitFile};
+use crate::merge::{drop_retracts_stream, merge_sorted_runs, MergeMetrics, MergeOptions};
+use crate::spec::row_kind;
+
+/// Builds the output stream of one partition.
+pub(crate) fn partition_stream(
+    ctx: Arc<ScanContext>,
+    splits: Vec<Split>,
+    batch_size: usize,
+    merge_metrics: MergeMetrics,
+    limit: Option<usize>,
+) -> SendableRecordBatchStream {
+    let output_schema = Arc::clone(&ctx.output_schema);
+    let sections: Vec<(String, Vec<Vec<SplitFile>>)> = splits
+        .into_iter()
+        .flat_map(|s| {
+            let dir = s.bucket_dir;
+            s.sections.into_iter().map(move |runs| (dir.clone(), runs))
+        })
+        .collect();
+    let open_ctx = Arc::clone(&ctx);
+    let merged = futures::stream::iter(sections)
+        .map(move |(dir, runs)| section_stream(&open_ctx, &dir, runs, batch_size, merge_metrics.clone()))
+        .try_flatten();
+    let shaped = merged
+        .try_filter(|b| futures::future::ready(b.num_rows() > 0))
+        .and_then(move |batch| futures::future::ready(shape_output(&ctx, &batch)));
+    let out: SendableRecordBatchStream = match limit {
+        None => Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&output_schema), shaped)),
+        Some(n) => {
+            let limited = shaped.scan(n, |remaining, item| {
+                if *remaining == 0 {
+                    return futures::future::ready(None);
+                }
+                futures::future::ready(Some(item.map(|b| {
+                    let take = b.num_rows().min(*remaining);
+                    *remaining -= take;
+                    b.slice(0, take)
+                })))
+            });
+            Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&output_schema), limited))
+        }
+    };
+    out
+}
+
+/// The files of one sorted run, opened one after another in key order.
+fn run_stream(ctx: &Arc<ScanContext>, dir: &str, files: Vec<SplitFile>, batch_size: usize) -> SendableRecordBatchStream {
+    let ctx2 = Arc::clone(ctx);
+    let dir = dir.to_string();
+    let stream = futures::stream::iter(files)
+        .then(move |f| {
+            let ctx = Arc::clone(&ctx2);
+            let path = match &f.external_path {
+                Some(p) => object_store::path::Path::from(p.trim_start_matches("file://").trim_start_matches('/')),
+                None => ctx.table_io.path(&format!("{dir}/{}", f.file_name)),
+            };
+            async move {
+                let schema = ctx.file_schemas.get(&f.schema_id).cloned().ok_or_else(|| {
+                    datafusion::common::exec_datafusion_err!("Schema {} of data file {} is not loaded", f.schema_id, f.file_name)
+                })?;
+                let file = FileToRead { path, size: f.file_size, schema_id: f.schema_id };
+                read_file(Arc::clone(ctx.table_io.store()), file, schema, Arc::clone(&ctx.layout), batch_size).await
+            }
+        })
+        .try_flatten();
+    Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&ctx.layout.schema), stream))
+}
+
+/// One section: a single run is read as is (minus retracts); several runs are merged.
+fn section_stream(
+    ctx: &Arc<ScanContext>,
+    dir: &str,
+    runs: Vec<Vec<SplitFile>>,
+    batch_size: usize,
+    metrics: MergeMetrics,
+) -> Result<SendableRecordBatchStream> {
+    let layout = &ctx.layout;
+    if !layout.with_system_columns {
+        // Append table: every file is its own section; nothing to merge or drop.
+        let files = runs.into_iter().flatten().collect();
+        return Ok(run_stream(ctx, dir, files, batch_size));
+    }
+    if runs.len() == 1 {
+        let files = runs.into_iter().next().expect("one run");
+        let stream = run_stream(ctx, dir, files, batch_size);
+        return Ok(if ctx.keep_retracts { stream } else { drop_retracts_stream(stream, layout.kind_index()) });
+    }
+    let streams = runs.into_iter().map(|files| run_stream(ctx, dir, files, batch_size)).collect();
+    let options = MergeOptions {
+        key_columns: ctx.key_indices.clone(),
+        seq_column: layout.seq_index(),
+        kind_column: layout.kind_index(),
+        keep_retracts: ctx.keep_retracts,
+        batch_size,
+    };
+    merge_sorted_runs(Arc::clone(&layout.schema), streams, options, metrics)
+}
+
+/// Projects a merged batch to the output schema, adding `rowkind` for `$audit_log`.
+fn shape_output(ctx: &ScanContext, batch: &RecordBatch) -> Result<RecordBatch> {
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(ctx.output_schema.fields().len());
+    if ctx.with_rowkind {
+        let kinds: ArrayRef = if ctx.layout.with_system_columns {
+            let k = batch.column(ctx.layout.kind_index()).as_primitive::<Int8Type>();
+            Arc::new(k.iter().map(|v| Some(row_kind::short_string(v.unwrap_or(0)))).collect::<StringArray>())
+        } else {
+            Arc::new(StringArray::from(vec!["+I"; batch.num_rows()]))
+        };
+        columns.push(kinds);
+    }
+    columns.extend(ctx.output_columns.iter().map(|i| Arc::clone(batch.column(*i))));
+    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(Arc::clone(&ctx.output_schema), columns, &options)?)
+}

@@ -1,0 +1,121 @@
+//! Table option keys and the typed view of the options a reader needs (format.md §9).
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+
+/// `bucket`: N > 0 fixed, -1 dynamic/unaware, -2 postpone.
+pub const BUCKET: &str = "bucket";
+/// `merge-engine`.
+pub const MERGE_ENGINE: &str = "merge-engine";
+/// `changelog-producer`.
+pub const CHANGELOG_PRODUCER: &str = "changelog-producer";
+/// `partition.default-name`.
+pub const PARTITION_DEFAULT_NAME: &str = "partition.default-name";
+/// `file.format`.
+pub const FILE_FORMAT: &str = "file.format";
+/// `deletion-vectors.enabled`.
+pub const DELETION_VECTORS_ENABLED: &str = "deletion-vectors.enabled";
+/// `data-file.path-directory`.
+pub const DATA_FILE_PATH_DIRECTORY: &str = "data-file.path-directory";
+/// `sequence.field`.
+pub const SEQUENCE_FIELD: &str = "sequence.field";
+/// Read option: snapshot to read.
+pub const SCAN_SNAPSHOT_ID: &str = "scan.snapshot-id";
+/// Read option: tag to read.
+pub const SCAN_TAG_NAME: &str = "scan.tag-name";
+/// Read option: read the latest snapshot committed at or before this time.
+pub const SCAN_TIMESTAMP_MILLIS: &str = "scan.timestamp-millis";
+
+/// Default directory name for NULL partition values.
+pub const DEFAULT_PARTITION_NAME: &str = "__DEFAULT_PARTITION__";
+
+/// The merge engine of a primary-key table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeEngine {
+    /// Newest record wins.
+    Deduplicate,
+    /// Non-null fields overwrite.
+    PartialUpdate,
+    /// Per-field aggregation.
+    Aggregation,
+    /// Oldest record wins.
+    FirstRow,
+}
+
+impl MergeEngine {
+    /// The option value.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            MergeEngine::Deduplicate => "deduplicate",
+            MergeEngine::PartialUpdate => "partial-update",
+            MergeEngine::Aggregation => "aggregation",
+            MergeEngine::FirstRow => "first-row",
+        }
+    }
+}
+
+/// Options a reader acts on, parsed once per schema version.
+#[derive(Debug, Clone)]
+pub struct TableOptions {
+    /// The `bucket` option.
+    pub bucket: i32,
+    /// The merge engine.
+    pub merge_engine: MergeEngine,
+    /// The changelog producer (`none`, `input`, `lookup`, `full-compaction`).
+    pub changelog_producer: String,
+    /// Directory value for NULL partitions.
+    pub partition_default_name: String,
+    /// Data file format.
+    pub file_format: String,
+    /// Deletion-vectors mode.
+    pub deletion_vectors: bool,
+    /// Extra directory between table root and partition path.
+    pub data_file_path_directory: Option<String>,
+    /// User sequence fields.
+    pub sequence_fields: Vec<String>,
+}
+
+impl TableOptions {
+    /// Parses the options map; an invalid value names its key.
+    pub fn parse(options: &BTreeMap<String, String>) -> Result<Self> {
+        let get = |k: &str| options.get(k).map(|s| s.trim().to_string());
+        let invalid = |key: &str, value: &str, reason: &str| Error::InvalidOption {
+            key: key.into(),
+            value: value.into(),
+            reason: reason.into(),
+        };
+        let bucket = match get(BUCKET) {
+            None => -1,
+            Some(v) => v.parse::<i32>().map_err(|_| invalid(BUCKET, &v, "expected an integer"))?,
+        };
+        let merge_engine = match get(MERGE_ENGINE).as_deref() {
+            None | Some("deduplicate") => MergeEngine::Deduplicate,
+            Some("partial-update") => MergeEngine::PartialUpdate,
+            Some("aggregation") => MergeEngine::Aggregation,
+            Some("first-row") => MergeEngine::FirstRow,
+            Some(other) => {
+                return Err(invalid(MERGE_ENGINE, other, "expected deduplicate, partial-update, aggregation or first-row"))
+            }
+        };
+        let bool_opt = |k: &str| -> Result<bool> {
+            match get(k).map(|v| v.to_ascii_lowercase()).as_deref() {
+                None | Some("false") => Ok(false),
+                Some("true") => Ok(true),
+                Some(other) => Err(invalid(k, other, "expected true or false")),
+            }
+        };
+        Ok(TableOptions {
+            bucket,
+            merge_engine,
+            changelog_producer: get(CHANGELOG_PRODUCER).unwrap_or_else(|| "none".into()),
+            partition_default_name: get(PARTITION_DEFAULT_NAME).unwrap_or_else(|| DEFAULT_PARTITION_NAME.into()),
+            file_format: get(FILE_FORMAT).unwrap_or_else(|| "parquet".into()),
+            deletion_vectors: bool_opt(DELETION_VECTORS_ENABLED)?,
+            data_file_path_directory: get(DATA_FILE_PATH_DIRECTORY).filter(|s| !s.is_empty()),
+            sequence_fields: get(SEQUENCE_FIELD)
+                .map(|s| s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect())
+                .unwrap_or_default(),
+        })
+    }
+}

@@ -1,0 +1,136 @@
+//! Pure naming rules for files inside a table directory (format.md §1).
+
+use datafusion::common::ScalarValue;
+
+/// `schema/schema-<id>`.
+pub fn schema_file(id: i64) -> String {
+    format!("schema/schema-{id}")
+}
+
+/// `snapshot/snapshot-<id>`.
+pub fn snapshot_file(id: i64) -> String {
+    format!("snapshot/snapshot-{id}")
+}
+
+/// `tag/tag-<name>`.
+pub fn tag_file(name: &str) -> String {
+    format!("tag/tag-{name}")
+}
+
+/// `manifest/<name>`.
+pub fn manifest_file(name: &str) -> String {
+    format!("manifest/{name}")
+}
+
+/// `index/<name>`.
+pub fn index_file(name: &str) -> String {
+    format!("index/{name}")
+}
+
+/// The bucket directory name: `bucket-<n>`, or `bucket-postpone` for bucket -2.
+pub fn bucket_dir(bucket: i32) -> String {
+    if bucket == -2 {
+        "bucket-postpone".to_string()
+    } else {
+        format!("bucket-{bucket}")
+    }
+}
+
+/// Escapes a partition key or value for a path segment (format.md §1.3).
+pub fn escape_path_name(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        let code = c as u32;
+        if code < 0x20 || code == 0x7F || "\"#%'*/:=?\\{}[]^".contains(c) {
+            out.push_str(&format!("%{code:02X}"));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The text of a partition value in a directory name with `partition.legacy-name = true`.
+pub fn partition_value_text(v: &ScalarValue) -> Option<String> {
+    if v.is_null() {
+        return None;
+    }
+    let s = match v {
+        ScalarValue::Utf8(Some(s)) => s.clone(),
+        ScalarValue::Date32(Some(d)) => d.to_string(),
+        ScalarValue::Time32Millisecond(Some(t)) => t.to_string(),
+        ScalarValue::Float32(Some(f)) => java_float(*f as f64),
+        ScalarValue::Float64(Some(f)) => java_float(*f),
+        ScalarValue::TimestampMillisecond(Some(_), _)
+        | ScalarValue::TimestampSecond(Some(_), _)
+        | ScalarValue::TimestampMicrosecond(Some(_), _)
+        | ScalarValue::TimestampNanosecond(Some(_), _) => java_local_date_time(v),
+        other => other.to_string(),
+    };
+    Some(s)
+}
+
+fn java_float(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e7 {
+        format!("{f:.1}")
+    } else {
+        f.to_string()
+    }
+}
+
+/// Java `LocalDateTime.toString()`: seconds and fraction only when non-zero.
+fn java_local_date_time(v: &ScalarValue) -> String {
+    let nanos: i64 = match v {
+        ScalarValue::TimestampSecond(Some(x), _) => x * 1_000_000_000,
+        ScalarValue::TimestampMillisecond(Some(x), _) => x * 1_000_000,
+        ScalarValue::TimestampMicrosecond(Some(x), _) => x * 1_000,
+        ScalarValue::TimestampNanosecond(Some(x), _) => *x,
+        _ => return v.to_string(),
+    };
+    let t = chrono::DateTime::from_timestamp_nanos(nanos).naive_utc();
+    let base = t.format("%Y-%m-%dT%H:%M").to_string();
+    let secs = t.format("%S").to_string();
+    let frac = t.and_utc().timestamp_subsec_nanos();
+    if frac != 0 {
+        let digits = if frac % 1_000_000 == 0 { 3 } else if frac % 1000 == 0 { 6 } else { 9 };
+        let f = format!("{frac:09}");
+        format!("{base}:{secs}.{}", &f[..digits])
+    } else if secs != "00" {
+        format!("{base}:{secs}")
+    } else {
+        base
+    }
+}
+
+/// The partition path `k1=v1/k2=v2/` (empty for unpartitioned tables).
+pub fn partition_path(keys: &[String], values: &[ScalarValue], default_name: &str) -> String {
+    let mut out = String::new();
+    for (k, v) in keys.iter().zip(values) {
+        let text = partition_value_text(v).filter(|s| !s.trim().is_empty());
+        let text = text.unwrap_or_else(|| default_name.to_string());
+        out.push_str(&escape_path_name(k));
+        out.push('=');
+        out.push_str(&escape_path_name(&text));
+        out.push('/');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_partition_paths() {
+        let keys = vec!["dt".to_string(), "hr".to_string()];
+        let vals = vec![ScalarValue::Utf8(Some("2024-01-01".into())), ScalarValue::Int32(Some(1))];
+        assert_eq!(partition_path(&keys, &vals, "__DEFAULT_PARTITION__"), "dt=2024-01-01/hr=1/");
+        let vals = vec![ScalarValue::Utf8(None), ScalarValue::Int32(None)];
+        assert_eq!(
+            partition_path(&keys, &vals, "__DEFAULT_PARTITION__"),
+            "dt=__DEFAULT_PARTITION__/hr=__DEFAULT_PARTITION__/"
+        );
+        assert_eq!(escape_path_name("a:b/c"), "a%3Ab%2Fc");
+        assert_eq!(bucket_dir(-2), "bucket-postpone");
+    }
+}

@@ -1,0 +1,91 @@
+//! Session set-up: a `SessionContext` whose default catalog is a Paimon warehouse, plus the
+//! few statements DataFusion cannot parse (`SET paimon.<option> = ...` with hyphenated Paimon
+//! option names, `RESET paimon.<option>`).
+
+mod session_options;
+
+pub use session_options::{parse_session_statement, SessionStatement};
+
+use std::sync::Arc;
+
+use datafusion::common::Result;
+use datafusion::dataframe::DataFrame;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use crate::catalog::PaimonCatalog;
+
+/// Name under which the warehouse is registered as the default catalog.
+pub const DEFAULT_CATALOG: &str = "paimon";
+/// The default database.
+pub const DEFAULT_DATABASE: &str = "default";
+
+/// A DataFusion session with a Paimon warehouse as its default catalog.
+#[derive(Clone)]
+pub struct PaimonSession {
+    ctx: SessionContext,
+    catalog: Arc<PaimonCatalog>,
+}
+
+impl std::fmt::Debug for PaimonSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PaimonSession").field("catalog", &self.catalog).finish()
+    }
+}
+
+impl PaimonSession {
+    /// A new session over the warehouse at `location` (local path or object-store URL).
+    pub async fn open(location: &str) -> Result<Self> {
+        Self::with_config(SessionConfig::new(), location).await
+    }
+
+    /// Like [`PaimonSession::open`] with a custom base config (target partitions, batch size...).
+    pub async fn with_config(config: SessionConfig, location: &str) -> Result<Self> {
+        let config = config
+            .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_DATABASE)
+            .with_create_default_catalog_and_schema(false)
+            .with_information_schema(true);
+        let ctx = SessionContext::new_with_config(config);
+        Self::register(ctx, location).await
+    }
+
+    /// Registers the warehouse at `location` as catalog `paimon` of an existing context.
+    pub async fn register(ctx: SessionContext, location: &str) -> Result<Self> {
+        let catalog = PaimonCatalog::open(&ctx, location).await?;
+        ctx.register_catalog(DEFAULT_CATALOG, Arc::clone(&catalog) as _);
+        Ok(PaimonSession { ctx, catalog })
+    }
+
+    /// The underlying DataFusion context.
+    pub fn context(&self) -> &SessionContext {
+        &self.ctx
+    }
+
+    /// The warehouse catalog.
+    pub fn catalog(&self) -> &Arc<PaimonCatalog> {
+        &self.catalog
+    }
+
+    /// Handles `SET paimon.*` / `RESET paimon.*` itself; returns `None` for any other statement.
+    pub fn try_session_statement(&self, sql: &str) -> Result<Option<DataFrame>> {
+        let Some(stmt) = parse_session_statement(sql) else { return Ok(None) };
+        let mut options = self.catalog.read_options().write().expect("options lock is never poisoned");
+        match stmt {
+            SessionStatement::Set { key, value } => {
+                options.insert(key, value);
+            }
+            SessionStatement::Reset { key: Some(key) } => {
+                options.remove(&key);
+            }
+            SessionStatement::Reset { key: None } => options.clear(),
+        }
+        Ok(Some(self.ctx.read_empty()?))
+    }
+
+    /// Runs one SQL statement: our session statements first, everything else through DataFusion.
+    pub async fn sql(&self, sql: &str) -> Result<DataFrame> {
+        if let Some(df) = self.try_session_statement(sql)? {
+            return Ok(df);
+        }
+        self.ctx.sql(sql).await
+    }
+}

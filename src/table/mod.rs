@@ -1,0 +1,7 @@
+//! One Paimon table as DataFusion sees it.
+
+mod provider;
+mod time_travel;
+
+pub use provider::PaimonTable;
+pub(crate) use time_travel::resolve_snapshot;

@@ -1,0 +1,143 @@
+//! `PaimonTable`: a `TableProvider` reading one snapshot of a table with merge-on-read.
+
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
+use async_trait::async_trait;
+use datafusion::catalog::Session;
+use datafusion::common::{not_impl_err, DFSchema, Result};
+use datafusion::datasource::{TableProvider, TableType};
+use datafusion::logical_expr::utils::conjunction;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::meta::TableMeta;
+use crate::scan::{plan_scan, PaimonScanExec, PlanRequest, ReadLayout, ScanContext};
+use crate::spec::{DataField, MergeEngine, Snapshot, TableOptions, TableSchema};
+
+/// A table (or its `$audit_log` view) pinned to one snapshot.
+#[derive(Debug)]
+pub struct PaimonTable {
+    name: String,
+    meta: Arc<TableMeta>,
+    snapshot: Option<Snapshot>,
+    schema: Arc<TableSchema>,
+    options: TableOptions,
+    arrow_schema: SchemaRef,
+    audit_log: bool,
+}
+
+impl PaimonTable {
+    /// A table read at `snapshot` (None: the table has no snapshot yet) with `schema`.
+    pub(crate) fn try_new(name: String, meta: Arc<TableMeta>, snapshot: Option<Snapshot>, schema: Arc<TableSchema>, audit_log: bool) -> Result<Self> {
+        let options = TableOptions::parse(&schema.options)?;
+        if schema.has_primary_key() && !matches!(options.merge_engine, MergeEngine::Deduplicate | MergeEngine::FirstRow) {
+            return not_impl_err!("Table {name} uses merge-engine '{}', which is not supported yet", options.merge_engine.as_str());
+        }
+        let mut fields: Vec<Field> = Vec::new();
+        if audit_log {
+            fields.push(Field::new("rowkind", ArrowType::Utf8, false));
+        }
+        fields.extend(schema.fields.iter().map(DataField::to_arrow_field));
+        Ok(PaimonTable { name, meta, snapshot, schema, options, arrow_schema: Arc::new(Schema::new(fields)), audit_log })
+    }
+
+    /// `db.table` (plus `$audit_log` for the audit view).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The snapshot read, if any.
+    pub fn snapshot(&self) -> Option<&Snapshot> {
+        self.snapshot.as_ref()
+    }
+
+    /// Read layout and output mapping for a projection of the provider schema.
+    fn layout_for(&self, projection: Option<&Vec<usize>>) -> (ReadLayout, Vec<usize>, Vec<usize>, SchemaRef) {
+        let offset = usize::from(self.audit_log);
+        let all: Vec<usize> = (0..self.arrow_schema.fields().len()).collect();
+        let projection = projection.unwrap_or(&all);
+        let wanted: Vec<usize> = projection.iter().filter(|i| **i >= offset).map(|i| i - offset).collect();
+        let is_pk = self.schema.has_primary_key();
+        let key_names: Vec<String> = self.schema.trimmed_primary_keys().iter().map(|f| f.name.clone()).collect();
+        // Layout: the wanted columns plus (for PK tables) the key columns, in schema order.
+        let layout_fields: Vec<usize> = (0..self.schema.fields.len())
+            .filter(|i| wanted.contains(i) || (is_pk && key_names.contains(&self.schema.fields[*i].name)))
+            .collect();
+        let layout = ReadLayout::new(layout_fields.iter().map(|i| self.schema.fields[*i].clone()).collect(), is_pk);
+        let pos = |field_index: usize| layout_fields.iter().position(|x| *x == field_index).expect("wanted columns are in the layout");
+        let output_columns: Vec<usize> = wanted.iter().map(|i| pos(*i)).collect();
+        let key_indices: Vec<usize> = if is_pk {
+            key_names.iter().filter_map(|k| self.schema.fields.iter().position(|f| &f.name == k)).map(pos).collect()
+        } else {
+            vec![]
+        };
+        let output_schema = Arc::new(self.arrow_schema.project(projection).expect("projection indices come from DataFusion"));
+        (layout, output_columns, key_indices, output_schema)
+    }
+}
+
+#[async_trait]
+impl TableProvider for PaimonTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.arrow_schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {
+        // Filters only prune files; DataFusion re-applies them after the merge.
+        Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let (layout, output_columns, key_indices, output_schema) = self.layout_for(projection);
+        let Some(snapshot) = &self.snapshot else {
+            return Ok(Arc::new(EmptyExec::new(output_schema)));
+        };
+        let table_schema = self.schema.arrow_schema();
+        // Filters on `rowkind` (audit log) are not about stored columns; skip them for pruning.
+        let usable: Vec<Expr> = filters
+            .iter()
+            .filter(|f| f.column_refs().iter().all(|c| table_schema.index_of(c.name()).is_ok()))
+            .cloned()
+            .collect();
+        let predicate = match conjunction(usable) {
+            Some(expr) => {
+                let df_schema = DFSchema::try_from(table_schema.as_ref().clone())?;
+                state.create_physical_expr(expr, &df_schema).ok()
+            }
+            None => None,
+        };
+        let plan = plan_scan(PlanRequest { meta: &self.meta, snapshot, schema: &self.schema, options: &self.options, predicate }).await?;
+        let ctx = ScanContext {
+            table_io: self.meta.io().clone(),
+            layout: Arc::new(layout),
+            file_schemas: plan.file_schemas,
+            key_indices,
+            output_columns,
+            with_rowkind: self.audit_log && projection.is_none_or(|p| p.contains(&0)),
+            keep_retracts: self.audit_log,
+            output_schema,
+        };
+        Ok(Arc::new(PaimonScanExec::new(
+            self.name.clone(),
+            Some(snapshot.id),
+            self.options.merge_engine.as_str(),
+            ctx,
+            plan.splits,
+            state.config().target_partitions(),
+            limit,
+            plan.files_pruned,
+        )))
+    }
+}
