@@ -25,6 +25,12 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// Another writer created the snapshot this commit wanted to create; reload and retry.
+    #[error("commit conflict: snapshot {snapshot_id} was created by another writer")]
+    CommitConflict {
+        /// The contested snapshot id.
+        snapshot_id: i64,
+    },
     /// An option has a value this implementation does not accept.
     #[error("invalid value '{value}' for option '{key}': {reason}")]
     InvalidOption {

@@ -28,6 +28,8 @@ pub mod table;
 pub(crate) mod system_tables;
 pub mod catalog;
 pub mod sql;
+#[doc(hidden)]
+pub mod testing;
 
 pub use catalog::PaimonCatalog;
 pub use error::{Error, Result};

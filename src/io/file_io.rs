@@ -60,6 +60,22 @@ impl FileIO {
         }
     }
 
+    /// Writes (or overwrites) a whole file.
+    pub(crate) async fn write(&self, relative: &str, bytes: Vec<u8>) -> Result<()> {
+        self.store.put(&self.path(relative), bytes.into()).await?;
+        Ok(())
+    }
+
+    /// Creates a file atomically; `Ok(false)` if it already exists (the loser of a race).
+    pub(crate) async fn create_new(&self, relative: &str, bytes: Vec<u8>) -> Result<bool> {
+        let opts = object_store::PutOptions { mode: object_store::PutMode::Create, ..Default::default() };
+        match self.store.put_opts(&self.path(relative), bytes.into(), opts).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Whether a file exists.
     pub(crate) async fn exists(&self, relative: &str) -> Result<bool> {
         match self.store.head(&self.path(relative)).await {

@@ -3,6 +3,7 @@
 //! [`TableMeta`] is the single entry point; it caches immutable files (schemas, manifests are
 //! never rewritten) and always re-reads mutable ones (hint files, directory listings).
 
+mod commit;
 mod manifests;
 mod schemas;
 mod snapshots;

@@ -14,6 +14,7 @@
 
 pub mod binary_row;
 pub mod manifest;
+pub mod manifest_write;
 pub mod options;
 pub mod paths;
 pub mod schema;

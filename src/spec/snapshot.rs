@@ -1,15 +1,15 @@
 //! `snapshot/snapshot-N` and `tag/tag-<name>` files (format.md §3).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
 /// One snapshot of a table. Unknown keys are ignored.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Snapshot {
     /// Snapshot format version.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<i32>,
     /// Snapshot id.
     pub id: i64,
@@ -20,10 +20,10 @@ pub struct Snapshot {
     /// Manifest list of this snapshot's changes.
     pub delta_manifest_list: String,
     /// Manifest list of this snapshot's changelog files.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changelog_manifest_list: Option<String>,
     /// Index manifest holding every live table index file.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index_manifest: Option<String>,
     /// Identity of the committing job.
     pub commit_user: String,
@@ -34,32 +34,37 @@ pub struct Snapshot {
     /// Commit time, epoch millis.
     pub time_millis: i64,
     /// Rows in all live data files.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_record_count: Option<i64>,
     /// Rows added minus rows deleted by this snapshot.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta_record_count: Option<i64>,
     /// Rows in this snapshot's changelog files.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changelog_record_count: Option<i64>,
     /// Watermark.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watermark: Option<i64>,
     /// Statistics file name.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statistics: Option<String>,
     /// Row tracking: next row id.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_row_id: Option<i64>,
     /// Logical operation (WRITE, DELETE, ...).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation: Option<String>,
     /// Writer build.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer_version: Option<String>,
 }
 
 impl Snapshot {
+    /// The JSON Paimon writes (optional fields omitted when absent).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("a snapshot always serializes")
+    }
+
     /// Parses a snapshot or tag file; `path` names it in errors.
     pub fn from_json(bytes: &[u8], path: &str) -> Result<Self> {
         let s: Snapshot = serde_json::from_slice(bytes).map_err(|e| Error::corrupt(path, e))?;
