@@ -2,26 +2,87 @@
 //!
 //! Each builder reads the table's metadata at planning time and returns an in-memory table;
 //! `$audit_log` is the merge-on-read scan keeping retractions, with a `rowkind` column.
+//! Tables that depend on a snapshot (`$files`, `$manifests`, `$partitions`, `$buckets`,
+//! `$table_indexes`) honour the session's time-travel options like a normal read.
+//! Value formats follow the reference fixtures written by pypaimon 2.1.0 (see [`format`]).
 
+mod buckets;
+mod files;
+mod format;
+mod manifests;
+mod options;
+mod partitions;
+mod schemas;
+mod snapshots;
+mod table_indexes;
+mod tags;
+#[cfg(test)]
+mod tests;
+
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use datafusion::catalog::TableProvider;
-use datafusion::common::{plan_err, Result};
+use datafusion::common::{plan_err, Result, ScalarValue};
 
 use crate::meta::TableMeta;
+use crate::spec::{BinaryRow, DataType, ManifestEntry, Snapshot};
 use crate::table::{resolve_snapshot, PaimonTable};
 
 /// `t$audit_log`.
 pub(crate) const AUDIT_LOG: &str = "audit_log";
+/// `t$snapshots`.
+pub(crate) const SNAPSHOTS: &str = "snapshots";
+/// `t$schemas`.
+pub(crate) const SCHEMAS: &str = "schemas";
+/// `t$options`.
+pub(crate) const OPTIONS: &str = "options";
+/// `t$files`.
+pub(crate) const FILES: &str = "files";
+/// `t$manifests`.
+pub(crate) const MANIFESTS: &str = "manifests";
+/// `t$partitions`.
+pub(crate) const PARTITIONS: &str = "partitions";
+/// `t$buckets`.
+pub(crate) const BUCKETS: &str = "buckets";
+/// `t$tags`.
+pub(crate) const TAGS: &str = "tags";
+/// `t$table_indexes`.
+pub(crate) const TABLE_INDEXES: &str = "table_indexes";
 
 /// Names of every supported system table.
-pub(crate) const SYSTEM_TABLES: &[&str] = &[AUDIT_LOG];
+pub(crate) const SYSTEM_TABLES: &[&str] = &[
+    AUDIT_LOG,
+    SNAPSHOTS,
+    SCHEMAS,
+    OPTIONS,
+    FILES,
+    MANIFESTS,
+    PARTITIONS,
+    BUCKETS,
+    TAGS,
+    TABLE_INDEXES,
+];
 
 /// Builds the system table `name` of `table`.
-pub(crate) async fn load(name: &str, table: &str, meta: Arc<TableMeta>, options: &BTreeMap<String, String>) -> Result<Arc<dyn TableProvider>> {
+pub(crate) async fn load(
+    name: &str,
+    table: &str,
+    meta: Arc<TableMeta>,
+    options: &BTreeMap<String, String>,
+) -> Result<Arc<dyn TableProvider>> {
     match name {
         AUDIT_LOG => audit_log(table, meta, options).await,
+        SNAPSHOTS => snapshots::build(meta).await,
+        SCHEMAS => schemas::build(meta).await,
+        OPTIONS => options::build(meta).await,
+        FILES => files::build(table, meta, options).await,
+        MANIFESTS => manifests::build(table, meta, options).await,
+        PARTITIONS => partitions::build(table, meta, options).await,
+        BUCKETS => buckets::build(table, meta, options).await,
+        TAGS => tags::build(meta).await,
+        TABLE_INDEXES => table_indexes::build(table, meta, options).await,
         other => plan_err!(
             "Unknown system table '{other}' of table {table}; supported: {}",
             SYSTEM_TABLES.join(", ")
@@ -29,11 +90,69 @@ pub(crate) async fn load(name: &str, table: &str, meta: Arc<TableMeta>, options:
     }
 }
 
-async fn audit_log(table: &str, meta: Arc<TableMeta>, options: &BTreeMap<String, String>) -> Result<Arc<dyn TableProvider>> {
+async fn audit_log(
+    table: &str,
+    meta: Arc<TableMeta>,
+    options: &BTreeMap<String, String>,
+) -> Result<Arc<dyn TableProvider>> {
     let snapshot = resolve_snapshot(&meta, table, options).await?;
     let schema = match &snapshot {
         Some(s) => meta.schema(s.schema_id).await?,
         None => meta.latest_schema().await?,
     };
-    Ok(Arc::new(PaimonTable::try_new(format!("{table}${AUDIT_LOG}"), meta, snapshot, schema, true)?))
+    Ok(Arc::new(PaimonTable::try_new(
+        format!("{table}${AUDIT_LOG}"),
+        meta,
+        snapshot,
+        schema,
+        true,
+    )?))
+}
+
+/// The live files of one (partition, bucket), in manifest order.
+pub(super) struct FileGroup {
+    /// Serialized partition.
+    pub(super) partition_bytes: Vec<u8>,
+    /// Decoded partition values.
+    pub(super) partition: Vec<ScalarValue>,
+    pub(super) bucket: i32,
+    pub(super) entries: Vec<ManifestEntry>,
+}
+
+/// The live data files of `snapshot` grouped by partition and bucket, sorted by partition
+/// values (NULL first) then bucket.
+pub(super) async fn live_groups(
+    meta: &TableMeta,
+    snapshot: &Snapshot,
+    partition_types: &[DataType],
+) -> Result<Vec<FileGroup>> {
+    let live = meta.live_files(snapshot, |_| true).await?;
+    let mut groups = Vec::with_capacity(live.groups.len());
+    for ((partition_bytes, bucket), entries) in live.groups {
+        let partition = BinaryRow::decode(&partition_bytes, partition_types)?.values;
+        groups.push(FileGroup {
+            partition_bytes,
+            partition,
+            bucket,
+            entries,
+        });
+    }
+    groups.sort_by(|a, b| partition_order(&a.partition, &b.partition).then(a.bucket.cmp(&b.bucket)));
+    Ok(groups)
+}
+
+/// Orders partitions by their values, field by field, NULL first.
+pub(super) fn partition_order(a: &[ScalarValue], b: &[ScalarValue]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        let o = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Less,
+            (false, true) => Ordering::Greater,
+            (false, false) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    a.len().cmp(&b.len())
 }
