@@ -24,6 +24,7 @@ pub(crate) mod io;
 pub(crate) mod meta;
 pub(crate) mod merge;
 pub mod scan;
+pub(crate) mod write;
 pub mod table;
 pub(crate) mod system_tables;
 pub mod catalog;

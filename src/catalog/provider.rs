@@ -149,6 +149,11 @@ impl SchemaProvider for PaimonDatabase {
         self.load(name).await
     }
 
+    async fn table_type(&self, name: &str) -> Result<Option<datafusion::datasource::TableType>> {
+        // Listing must not load (and fail on) every table: existence is enough.
+        Ok(self.table_exist(name).then_some(datafusion::datasource::TableType::Base))
+    }
+
     fn table_exist(&self, name: &str) -> bool {
         self.table_names.iter().any(|t| t == name.split('$').next().unwrap_or(name))
     }

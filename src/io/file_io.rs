@@ -76,6 +76,14 @@ impl FileIO {
         }
     }
 
+    /// Deletes a file (missing files are fine).
+    pub(crate) async fn delete(&self, relative: &str) -> Result<()> {
+        match self.store.delete(&self.path(relative)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Whether a file exists.
     pub(crate) async fn exists(&self, relative: &str) -> Result<bool> {
         match self.store.head(&self.path(relative)).await {

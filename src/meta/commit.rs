@@ -112,3 +112,164 @@ impl TableMeta {
         self.io.create_new(&paths::schema_file(id), json.into_bytes()).await
     }
 }
+
+/// What a commit replaces besides adding its files.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum OverwriteScope {
+    /// Plain append: nothing is removed.
+    None,
+    /// Every live file of the table is removed (INSERT OVERWRITE without PARTITION, TRUNCATE).
+    Table,
+    /// Live files of these serialized partitions are removed.
+    Partitions(Vec<Vec<u8>>),
+}
+
+/// One commit of new data files.
+#[derive(Debug, Clone)]
+pub(crate) struct CommitRequest {
+    /// ADD entries of the files this commit wrote.
+    pub(crate) added: Vec<ManifestEntry>,
+    pub(crate) overwrite: OverwriteScope,
+    pub(crate) partition_types: Vec<DataType>,
+    pub(crate) commit_user: String,
+    pub(crate) commit_identifier: i64,
+    /// Logical operation recorded in the snapshot (`WRITE`, `DELETE`, `UPDATE`, `OVERWRITE`).
+    pub(crate) operation: Option<String>,
+}
+
+/// Bounded retries when another writer wins the race for the next snapshot id.
+const MAX_COMMIT_ATTEMPTS: usize = 10;
+
+impl TableMeta {
+    /// Commits `req` as the next snapshot: manifests first, the snapshot last and atomically.
+    ///
+    /// When another writer creates the same snapshot id first, the attempt's metadata is
+    /// discarded and the commit is redone on top of the new latest snapshot (an overwrite then
+    /// also removes what that writer added). Returns None for an empty append (skipped, as
+    /// Paimon skips empty batch commits).
+    pub(crate) async fn commit(&self, req: &CommitRequest) -> Result<Option<Snapshot>> {
+        if req.added.is_empty() && req.overwrite == OverwriteScope::None {
+            return Ok(None);
+        }
+        let mut last_conflict = 0;
+        for attempt in 0..MAX_COMMIT_ATTEMPTS {
+            match self.try_commit(req).await {
+                Err(Error::CommitConflict { snapshot_id }) => {
+                    last_conflict = snapshot_id;
+                    let backoff = 10u64 << attempt.min(6);
+                    let jitter = uuid::Uuid::new_v4().as_u128() as u64 % backoff.max(1);
+                    tokio::time::sleep(std::time::Duration::from_millis(backoff + jitter)).await;
+                }
+                other => return other.map(Some),
+            }
+        }
+        Err(Error::CommitConflict { snapshot_id: last_conflict })
+    }
+
+    async fn try_commit(&self, req: &CommitRequest) -> Result<Snapshot> {
+        let latest = self.latest_snapshot().await?;
+        let schema_id = self.latest_schema().await?.id;
+        let mut delta: Vec<ManifestEntry> = Vec::new();
+        if req.overwrite != OverwriteScope::None {
+            if let Some(l) = &latest {
+                let live = self.live_files(l, |_| true).await?;
+                for e in live.entries() {
+                    let hit = match &req.overwrite {
+                        OverwriteScope::Table => true,
+                        OverwriteScope::Partitions(parts) => parts.contains(&e.partition),
+                        OverwriteScope::None => false,
+                    };
+                    if hit {
+                        delta.push(ManifestEntry { kind: FileKind::Delete, ..e.clone() });
+                    }
+                }
+            }
+        }
+        delta.extend(req.added.iter().cloned());
+        let mut written: Vec<String> = Vec::new();
+        let result = self.write_snapshot_metadata(latest.as_ref(), &delta, schema_id, req, &mut written).await;
+        if result.is_err() {
+            // Metadata of a lost or failed attempt is unreferenced: remove it (best effort).
+            for name in written {
+                let _ = self.io.delete(&paths::manifest_file(&name)).await;
+            }
+        }
+        result
+    }
+
+    async fn write_snapshot_metadata(
+        &self,
+        latest: Option<&Snapshot>,
+        delta: &[ManifestEntry],
+        schema_id: i64,
+        req: &CommitRequest,
+        written: &mut Vec<String>,
+    ) -> Result<Snapshot> {
+        let mut base: Vec<ManifestFileMeta> = match latest {
+            Some(l) => self.data_manifests(l).await?,
+            None => vec![],
+        };
+        base.retain(|m| m.num_added_files + m.num_deleted_files > 0);
+        let manifest = self.write_manifest(delta, schema_id, &req.partition_types).await?;
+        written.push(manifest.file_name.clone());
+        let (base_list, base_size) = self.write_manifest_list(&base).await?;
+        written.push(base_list.clone());
+        let (delta_list, delta_size) = self.write_manifest_list(std::slice::from_ref(&manifest)).await?;
+        written.push(delta_list.clone());
+        let added: i64 = delta.iter().filter(|e| e.kind == FileKind::Add).map(|e| e.file.row_count).sum();
+        let deleted: i64 = delta.iter().filter(|e| e.kind == FileKind::Delete).map(|e| e.file.row_count).sum();
+        let kind = if delta.iter().any(|e| e.kind == FileKind::Delete) { "OVERWRITE" } else { "APPEND" };
+        let snapshot = SnapshotBuilder {
+            id: latest.map_or(1, |l| l.id + 1),
+            schema_id,
+            base: (base_list, base_size),
+            delta: (delta_list, delta_size),
+            kind,
+            total: latest.and_then(|l| l.total_record_count).unwrap_or(0) + added - deleted,
+            delta_count: added - deleted,
+            watermark: latest.and_then(|l| l.watermark),
+            index_manifest: latest.and_then(|l| l.index_manifest.clone()),
+        }
+        .build(req);
+        self.publish_snapshot(&snapshot).await?;
+        Ok(snapshot)
+    }
+}
+
+struct SnapshotBuilder {
+    id: i64,
+    schema_id: i64,
+    base: (String, i64),
+    delta: (String, i64),
+    kind: &'static str,
+    total: i64,
+    delta_count: i64,
+    watermark: Option<i64>,
+    index_manifest: Option<String>,
+}
+
+impl SnapshotBuilder {
+    fn build(self, req: &CommitRequest) -> Snapshot {
+        Snapshot {
+            version: Some(3),
+            id: self.id,
+            schema_id: self.schema_id,
+            base_manifest_list: self.base.0,
+            delta_manifest_list: self.delta.0,
+            changelog_manifest_list: None,
+            index_manifest: self.index_manifest,
+            commit_user: req.commit_user.clone(),
+            commit_identifier: req.commit_identifier,
+            commit_kind: self.kind.to_string(),
+            time_millis: chrono::Utc::now().timestamp_millis(),
+            total_record_count: Some(self.total),
+            delta_record_count: Some(self.delta_count),
+            changelog_record_count: None,
+            watermark: self.watermark,
+            statistics: None,
+            next_row_id: None,
+            operation: req.operation.clone(),
+            writer_version: Some(concat!("datafusion-paimon-", env!("CARGO_PKG_VERSION")).to_string()),
+        }
+    }
+}

@@ -8,6 +8,7 @@ mod manifests;
 mod schemas;
 mod snapshots;
 
+pub(crate) use commit::{CommitRequest, OverwriteScope};
 pub(crate) use manifests::{LiveFiles, PartitionBucket};
 
 use std::sync::Arc;

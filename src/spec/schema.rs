@@ -82,6 +82,24 @@ impl TableSchema {
         })
     }
 
+    /// The schema file JSON as Java Paimon writes it (pretty-printed, no `comment` key when
+    /// there is none).
+    pub fn to_json(&self) -> String {
+        let mut m = serde_json::Map::new();
+        m.insert("version".into(), 3.into());
+        m.insert("id".into(), self.id.into());
+        m.insert("fields".into(), self.fields_json());
+        m.insert("highestFieldId".into(), self.highest_field_id.into());
+        m.insert("partitionKeys".into(), self.partition_keys.clone().into());
+        m.insert("primaryKeys".into(), self.primary_keys.clone().into());
+        m.insert("options".into(), serde_json::to_value(&self.options).expect("string map"));
+        if let Some(c) = &self.comment {
+            m.insert("comment".into(), c.clone().into());
+        }
+        m.insert("timeMillis".into(), self.time_millis.into());
+        serde_json::to_string_pretty(&Value::Object(m)).expect("JSON value serializes")
+    }
+
     /// The fields as the JSON array Paimon writes (`$schemas.fields`).
     pub fn fields_json(&self) -> Value {
         Value::Array(self.fields.iter().map(DataField::to_json).collect())

@@ -5,14 +5,21 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
-use datafusion::common::{not_impl_err, DFSchema, Result};
+use datafusion::common::{not_impl_err, plan_err, DFSchema, Result};
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::ExecutionPlan;
 
-use crate::meta::TableMeta;
+use datafusion::datasource::sink::DataSinkExec;
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_expr::expressions::{CastExpr, Column};
+
+use crate::meta::{OverwriteScope, TableMeta};
+use crate::write::{PaimonSink, WriteKind};
 use crate::scan::{plan_scan, PaimonScanExec, PlanRequest, ReadLayout, ScanContext};
 use crate::spec::{DataField, MergeEngine, Snapshot, TableOptions, TableSchema};
 
@@ -78,6 +85,30 @@ impl PaimonTable {
     }
 }
 
+impl PaimonTable {
+    /// A sink for this table with its latest schema; refuses `$audit_log` and append tables
+    /// for row-level DML.
+    async fn sink(&self, kind: WriteKind) -> Result<Arc<PaimonSink>> {
+        if self.audit_log {
+            return plan_err!("Cannot write to system table {}", self.name);
+        }
+        let schema = self.meta.latest_schema().await?;
+        if !schema.has_primary_key() && matches!(kind, WriteKind::Delete | WriteKind::Update) {
+            return not_impl_err!("Row-level DELETE and UPDATE on append table {} are not supported: it has no primary key", self.name);
+        }
+        Ok(Arc::new(PaimonSink::try_new(self.name.clone(), Arc::clone(&self.meta), schema, kind)?))
+    }
+
+    /// The merged rows matching `filters` (all rows when empty), in table-column order.
+    async fn matching_rows(&self, state: &dyn Session, filters: &[Expr]) -> Result<Arc<dyn ExecutionPlan>> {
+        let scan = self.scan(state, None, filters, None).await?;
+        let Some(predicate) = conjunction(filters.to_vec()) else { return Ok(scan) };
+        let df_schema = DFSchema::try_from(self.arrow_schema.as_ref().clone())?;
+        let predicate = state.create_physical_expr(predicate, &df_schema)?;
+        Ok(Arc::new(FilterExec::try_new(predicate, scan)?))
+    }
+}
+
 #[async_trait]
 impl TableProvider for PaimonTable {
     fn schema(&self) -> SchemaRef {
@@ -91,6 +122,47 @@ impl TableProvider for PaimonTable {
     fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {
         // Filters only prune files; DataFusion re-applies them after the merge.
         Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
+    }
+
+    async fn insert_into(&self, _state: &dyn Session, input: Arc<dyn ExecutionPlan>, insert_op: InsertOp) -> Result<Arc<dyn ExecutionPlan>> {
+        let kind = match insert_op {
+            InsertOp::Append => WriteKind::Insert,
+            InsertOp::Overwrite => WriteKind::Overwrite(OverwriteScope::Table),
+            InsertOp::Replace => return not_impl_err!("REPLACE INTO table {} is not supported", self.name),
+        };
+        Ok(Arc::new(DataSinkExec::new(input, self.sink(kind).await? as _, None)))
+    }
+
+    async fn delete_from(&self, state: &dyn Session, filters: Vec<Expr>) -> Result<Arc<dyn ExecutionPlan>> {
+        // Without WHERE, Paimon truncates: one OVERWRITE snapshot removing every file.
+        let kind = if filters.is_empty() { WriteKind::Truncate } else { WriteKind::Delete };
+        let sink = self.sink(kind).await?;
+        let rows = self.matching_rows(state, &filters).await?;
+        Ok(Arc::new(DataSinkExec::new(rows, sink as _, None)))
+    }
+
+    async fn update(&self, state: &dyn Session, assignments: Vec<(String, Expr)>, filters: Vec<Expr>) -> Result<Arc<dyn ExecutionPlan>> {
+        let sink = self.sink(WriteKind::Update).await?;
+        for (column, _) in &assignments {
+            if self.schema.primary_keys.contains(column) || self.schema.partition_keys.contains(column) {
+                return plan_err!("Cannot update primary key or partition column '{column}' of table {}", self.name);
+            }
+        }
+        let rows = self.matching_rows(state, &filters).await?;
+        let df_schema = DFSchema::try_from(self.arrow_schema.as_ref().clone())?;
+        let mut exprs: Vec<(Arc<dyn datafusion::physical_expr::PhysicalExpr>, String)> = Vec::new();
+        for (i, field) in self.arrow_schema.fields().iter().enumerate() {
+            let expr: Arc<dyn datafusion::physical_expr::PhysicalExpr> = match assignments.iter().find(|(c, _)| c == field.name()) {
+                Some((_, e)) => {
+                    let physical = state.create_physical_expr(e.clone(), &df_schema)?;
+                    Arc::new(CastExpr::new(physical, field.data_type().clone(), None))
+                }
+                None => Arc::new(Column::new(field.name(), i)),
+            };
+            exprs.push((expr, field.name().clone()));
+        }
+        let projected = Arc::new(ProjectionExec::try_new(exprs, rows)?);
+        Ok(Arc::new(DataSinkExec::new(projected, sink as _, None)))
     }
 
     async fn scan(

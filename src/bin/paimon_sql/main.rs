@@ -1,0 +1,187 @@
+//! `paimon-sql`: query Apache Paimon tables with SQL from the command line.
+//!
+//! ```text
+//! paimon-sql --warehouse ./warehouse -c "SELECT * FROM db.t"   # run SQL, then exit
+//! paimon-sql --warehouse ./warehouse -f queries.sql            # run a file, then exit
+//! paimon-sql --warehouse s3://bucket/wh                        # interactive REPL
+//! ```
+//!
+//! Built on datafusion-cli as a library: its executor and printer show results, while this
+//! binary splits the input into statements first so that `SET paimon.<option> = '<value>'`
+//! and `RESET paimon.<option>` (hyphenated Paimon option names DataFusion's parser rejects)
+//! go to the Paimon session. Uses only the crate's public API.
+
+mod repl;
+mod runner;
+mod statements;
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use datafusion::common::{plan_datafusion_err, DataFusionError, Result};
+use datafusion::config::ConfigOptions;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_cli::object_storage::instrumented::InstrumentedObjectStoreRegistry;
+use datafusion_cli::object_storage::{
+    get_cos_object_store_builder, get_gcs_object_store_builder, get_oss_object_store_builder,
+    get_s3_object_store_builder, AwsOptions, GcpOptions,
+};
+use datafusion_cli::print_format::PrintFormat;
+use datafusion_cli::print_options::{MaxRows, PrintOptions};
+use datafusion_paimon::sql::{DEFAULT_CATALOG, DEFAULT_DATABASE};
+use datafusion_paimon::PaimonSession;
+use object_store::ObjectStore;
+use url::Url;
+
+use crate::runner::{error_chain, Runner};
+
+/// Command-line arguments.
+#[derive(Debug, Parser)]
+#[command(
+    name = "paimon-sql",
+    version,
+    about = "Query Apache Paimon tables with SQL (Apache DataFusion)",
+    after_help = "Without -c or -f, starts an interactive shell. Files run before commands; \
+                  the first failing statement stops the run with exit code 1.\n\
+                  Time travel: SET paimon.scan.snapshot-id = '1'; ... RESET paimon.scan.snapshot-id;"
+)]
+struct Args {
+    /// Warehouse: a local directory (created with an empty `default` database if missing)
+    /// or a URL (file://, s3://, gs://, oss://, cos://; credentials from the environment).
+    #[arg(short, long, default_value = "./warehouse", value_name = "PATH|URL")]
+    warehouse: String,
+
+    /// Run these `;`-separated statements, then exit. Repeatable.
+    #[arg(short, long = "command", value_name = "SQL")]
+    command: Vec<String>,
+
+    /// Run the statements in this file, then exit. Repeatable.
+    #[arg(short, long = "file", value_name = "PATH")]
+    file: Vec<String>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = PrintFormat::Automatic)]
+    format: PrintFormat,
+
+    /// Maximum rows shown in the table format: a number, or `inf`.
+    #[arg(long, default_value = "40", value_name = "N")]
+    maxrows: MaxRows,
+
+    /// Print only results: no row counts, timings or confirmations.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {}", error_chain(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<()> {
+    let registry = Arc::new(InstrumentedObjectStoreRegistry::new());
+    let session = open_session(&args.warehouse, Arc::clone(&registry)).await?;
+    let print_options = PrintOptions {
+        format: args.format,
+        quiet: args.quiet,
+        maxrows: args.maxrows,
+        color: false,
+        instrumented_registry: registry,
+    };
+    let mut runner = Runner::new(session, print_options);
+    if args.command.is_empty() && args.file.is_empty() {
+        return repl::run(&mut runner, &args.warehouse).await;
+    }
+    for path in &args.file {
+        runner.run_file(path).await?;
+    }
+    for (n, sql) in args.command.iter().enumerate() {
+        runner.run_script(sql, &format!("-c #{}", n + 1)).await?;
+    }
+    Ok(())
+}
+
+/// A session whose default catalog is the warehouse. Builds the context itself (rather than
+/// `PaimonSession::open`) to give it datafusion-cli's object-store registry, which remote
+/// warehouses are registered in and `\object_store_profiling` reports on.
+async fn open_session(
+    warehouse: &str,
+    registry: Arc<InstrumentedObjectStoreRegistry>,
+) -> Result<PaimonSession> {
+    prepare_local_warehouse(warehouse)?;
+    let runtime = RuntimeEnvBuilder::new()
+        .with_object_store_registry(registry)
+        .build_arc()?;
+    let ctx = SessionContext::new_with_config_rt(session_config()?, runtime);
+    register_remote_store(&ctx, warehouse).await?;
+    PaimonSession::register(ctx, warehouse)
+        .await
+        .map_err(|e| e.context(format!("Cannot open warehouse '{warehouse}'")))
+}
+
+/// DataFusion options from `DATAFUSION_*` environment variables, plus what
+/// `PaimonSession::with_config` sets: default catalog `paimon`, database `default`.
+fn session_config() -> Result<SessionConfig> {
+    let mut options = ConfigOptions::from_env()?;
+    if std::env::var_os("DATAFUSION_FORMAT_NULL").is_none() {
+        // As datafusion-cli does: show NULL rather than an empty cell.
+        options.format.null = "NULL".to_string();
+    }
+    Ok(SessionConfig::from(options)
+        .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_DATABASE)
+        .with_create_default_catalog_and_schema(false)
+        .with_information_schema(true))
+}
+
+/// A local warehouse that does not exist yet (or is an empty directory) is created with an
+/// empty `default.db`, so unqualified table names resolve. Existing warehouses are left alone.
+fn prepare_local_warehouse(warehouse: &str) -> Result<()> {
+    if warehouse.contains("://") {
+        return Ok(());
+    }
+    let root = Path::new(warehouse);
+    let fresh = match std::fs::read_dir(root) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => {
+            return Err(DataFusionError::IoError(e).context(format!("Cannot read warehouse '{warehouse}'")))
+        }
+    };
+    if fresh {
+        std::fs::create_dir_all(root.join(format!("{DEFAULT_DATABASE}.db"))).map_err(|e| {
+            DataFusionError::IoError(e).context(format!("Cannot create warehouse '{warehouse}'"))
+        })?;
+    }
+    Ok(())
+}
+
+/// Registers an object store for a cloud warehouse URL, configured from the environment the
+/// way datafusion-cli does (`AWS_*`, `GOOGLE_*`, ...). Local paths and `file://` need nothing.
+async fn register_remote_store(ctx: &SessionContext, warehouse: &str) -> Result<()> {
+    let Some((scheme, _)) = warehouse.split_once("://") else {
+        return Ok(());
+    };
+    let url = Url::parse(warehouse)
+        .map_err(|e| plan_datafusion_err!("Invalid warehouse URL '{warehouse}': {e}"))?;
+    let aws = AwsOptions::default();
+    let store: Arc<dyn ObjectStore> = match scheme {
+        "s3" => Arc::new(get_s3_object_store_builder(&url, &aws, false).await?.build()?),
+        "oss" => Arc::new(get_oss_object_store_builder(&url, &aws)?.build()?),
+        "cos" => Arc::new(get_cos_object_store_builder(&url, &aws)?.build()?),
+        "gs" | "gcs" => Arc::new(get_gcs_object_store_builder(&url, &GcpOptions::default())?.build()?),
+        _ => return Ok(()),
+    };
+    let base = Url::parse(&url[..url::Position::BeforePath])
+        .map_err(|e| plan_datafusion_err!("Invalid warehouse URL '{warehouse}': {e}"))?;
+    ctx.register_object_store(&base, store);
+    Ok(())
+}

@@ -1,0 +1,126 @@
+//! Running statements: `SET`/`RESET paimon.*` through the Paimon session, everything else
+//! through datafusion-cli's executor and printer.
+
+use std::error::Error as _;
+
+use datafusion::common::{exec_datafusion_err, DataFusionError, Result};
+use datafusion_cli::exec::exec_from_commands;
+use datafusion_cli::print_options::PrintOptions;
+use datafusion_paimon::sql::{parse_session_statement, SessionStatement};
+use datafusion_paimon::PaimonSession;
+
+use crate::statements::split_statements;
+
+/// A Paimon session plus how results are printed.
+#[derive(Debug)]
+pub struct Runner {
+    session: PaimonSession,
+    /// Output format, row limit and quiet mode; the REPL's `\pset` and `\quiet` change them.
+    pub print_options: PrintOptions,
+}
+
+impl Runner {
+    /// A runner over `session` printing with `print_options`.
+    pub fn new(session: PaimonSession, print_options: PrintOptions) -> Self {
+        Runner {
+            session,
+            print_options,
+        }
+    }
+
+    /// The session this runner executes against.
+    pub fn session(&self) -> &PaimonSession {
+        &self.session
+    }
+
+    /// Runs one statement (no trailing `;` needed) and prints its result.
+    pub async fn run_statement(&self, sql: &str) -> Result<()> {
+        if self.session.try_session_statement(sql)?.is_some() {
+            if !self.print_options.quiet {
+                println!("{}", confirmation(sql));
+            }
+            return Ok(());
+        }
+        exec_from_commands(self.session.context(), vec![sql.to_string()], &self.print_options).await
+    }
+
+    /// Runs every statement of `text` in order and stops at the first failure. `source` names
+    /// the text in the error (`-c #1`, a file path).
+    pub async fn run_script(&self, text: &str, source: &str) -> Result<()> {
+        let statements = split_statements(text).into_all();
+        let count = statements.len();
+        for (n, statement) in statements.iter().enumerate() {
+            if let Err(e) = self.run_statement(statement).await {
+                if count == 1 {
+                    return Err(e);
+                }
+                let first_line = statement.lines().next().unwrap_or_default();
+                return Err(e.context(format!(
+                    "Statement {} of {count} in {source} failed: {first_line}",
+                    n + 1
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the SQL file at `path` and runs it like [`Runner::run_script`].
+    pub async fn run_file(&self, path: &str) -> Result<()> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| exec_datafusion_err!("Cannot read SQL file '{path}': {e}"))?;
+        self.run_script(&text, path).await
+    }
+}
+
+/// What a handled `SET`/`RESET paimon.*` did, in one line.
+fn confirmation(sql: &str) -> String {
+    match parse_session_statement(sql) {
+        Some(SessionStatement::Set { key, value }) => format!("Set paimon.{key} = '{value}'."),
+        Some(SessionStatement::Reset { key: Some(key) }) => format!("Reset paimon.{key}."),
+        Some(SessionStatement::Reset { key: None }) => "Reset all paimon.* options.".to_string(),
+        None => "OK.".to_string(),
+    }
+}
+
+/// The error and its causes, each once: DataFusion's messages usually embed their source
+/// already, so a cause is only appended when its text is not part of the message yet.
+pub fn error_chain(error: &DataFusionError) -> String {
+    let mut message = error.strip_backtrace();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str("\ncaused by: ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confirms_session_statements() {
+        assert_eq!(
+            confirmation("SET paimon.scan.snapshot-id = '1'"),
+            "Set paimon.scan.snapshot-id = '1'."
+        );
+        assert_eq!(
+            confirmation("reset paimon.scan.tag-name"),
+            "Reset paimon.scan.tag-name."
+        );
+        assert_eq!(confirmation("RESET"), "Reset all paimon.* options.");
+    }
+
+    #[test]
+    fn error_chain_prints_each_cause_once() {
+        let io = std::io::Error::other("disk on fire");
+        let error = DataFusionError::IoError(io).context("Reading snapshot-3");
+        let text = error_chain(&error);
+        assert_eq!(text.matches("disk on fire").count(), 1, "{text}");
+        assert!(text.contains("Reading snapshot-3"), "{text}");
+    }
+}

@@ -1,0 +1,7 @@
+//! The write path: bucket assignment, per-bucket write buffers, level-0 files and the commit.
+
+mod bucket;
+mod buffer;
+mod sink;
+
+pub(crate) use sink::{PaimonSink, WriteKind};
