@@ -21,7 +21,7 @@ use datafusion::physical_expr::expressions::{CastExpr, Column};
 use crate::meta::{OverwriteScope, TableMeta};
 use crate::write::{PaimonSink, WriteKind};
 use crate::scan::{plan_scan, PaimonScanExec, PlanRequest, ReadLayout, ScanContext};
-use crate::spec::{DataField, MergeEngine, Snapshot, TableOptions, TableSchema};
+use crate::spec::{MergeEngine, Snapshot, TableOptions, TableSchema};
 
 /// A table (or its `$audit_log` view) pinned to one snapshot.
 #[derive(Debug)]
@@ -46,7 +46,9 @@ impl PaimonTable {
         if audit_log {
             fields.push(Field::new("rowkind", ArrowType::Utf8, false));
         }
-        fields.extend(schema.fields.iter().map(DataField::to_arrow_field));
+        // Columns are reported nullable so that NOT NULL violations reach the sink, which
+        // names the table and column; the sink enforces the Paimon schema's nullability.
+        fields.extend(schema.fields.iter().map(|f| f.to_arrow_field().with_nullable(true)));
         Ok(PaimonTable { name, meta, snapshot, schema, options, arrow_schema: Arc::new(Schema::new(fields)), audit_log })
     }
 

@@ -5,3 +5,6 @@ mod buffer;
 mod sink;
 
 pub(crate) use sink::{PaimonSink, WriteKind};
+
+#[cfg(test)]
+mod tests;

@@ -94,7 +94,10 @@ const WRITE_BUFFER_SIZE: usize = 256 << 20;
 impl PaimonSink {
     pub(crate) fn try_new(table: String, meta: Arc<TableMeta>, schema: Arc<TableSchema>, kind: WriteKind) -> Result<Self> {
         let options = TableOptions::parse(&schema.options)?;
-        let input_schema = schema.arrow_schema();
+        // All nullable: NOT NULL is enforced by `validate` with a message naming the column.
+        let input_schema = Arc::new(arrow::datatypes::Schema::new(
+            schema.fields.iter().map(|f| f.to_arrow_field().with_nullable(true)).collect::<Vec<_>>(),
+        ));
         let sink = PaimonSink { table, meta, schema, options, kind, input_schema };
         sink.routing()?;
         Ok(sink)
