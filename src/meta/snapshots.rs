@@ -27,15 +27,12 @@ impl TableMeta {
 
     /// The latest snapshot id, or None for a table without snapshots.
     ///
-    /// Follows Java: trust `LATEST` = L only if `snapshot-L` exists and `snapshot-(L+1)` does
-    /// not; otherwise list the directory.
+    /// Follows Java (format.md §3.5): trust `LATEST` = L if `snapshot-(L+1)` does not exist
+    /// (a missing `snapshot-L` then surfaces as an error naming it); otherwise list the directory.
     pub(crate) async fn latest_snapshot_id(&self) -> Result<Option<i64>> {
         if let Ok(bytes) = self.io.read("snapshot/LATEST", "hint").await {
             if let Ok(l) = std::str::from_utf8(&bytes).unwrap_or("").trim().parse::<i64>() {
-                if l > 0
-                    && self.io.exists(&paths::snapshot_file(l)).await?
-                    && !self.io.exists(&paths::snapshot_file(l + 1)).await?
-                {
+                if l > 0 && !self.io.exists(&paths::snapshot_file(l + 1)).await? {
                     return Ok(Some(l));
                 }
             }

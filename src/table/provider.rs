@@ -206,7 +206,7 @@ impl TableProvider for PaimonTable {
         Ok(Arc::new(PaimonScanExec::new(
             self.name.clone(),
             Some(snapshot.id),
-            self.options.merge_engine.as_str(),
+            if self.schema.has_primary_key() { self.options.merge_engine.as_str() } else { "none (append table)" },
             ctx,
             plan.splits,
             state.config().target_partitions(),

@@ -1,0 +1,58 @@
+//! Smoke tests of the `paimon-sql` binary: `-c` output on the pypaimon fixture warehouse, and a
+//! failing statement's exit code and error. SQL semantics are covered by the `.slt` files.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn paimon_sql(args: &[&str]) -> Output {
+    let warehouse = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pypaimon-2.1.0/warehouse");
+    Command::new(env!("CARGO_BIN_EXE_paimon-sql"))
+        .arg("--warehouse")
+        .arg(warehouse)
+        .args(args)
+        .output()
+        .expect("paimon-sql runs")
+}
+
+#[test]
+fn command_prints_results_and_session_options_apply() {
+    let output = paimon_sql(&[
+        "--format",
+        "csv",
+        "--quiet",
+        "-c",
+        "SELECT count(*) AS n FROM pk.dedup_basic",
+        "-c",
+        "SET paimon.scan.snapshot-id = '1'; SELECT count(*) AS n FROM pk.dedup_basic",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr: {stderr}");
+    // Latest has 18 rows; snapshot 1 (set by the second -c) has 20.
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "n\n18\nn\n20\n");
+}
+
+#[test]
+fn failing_statement_exits_non_zero_with_error_once() {
+    let output = paimon_sql(&[
+        "-c",
+        "SELECT 1 AS before; SELECT * FROM pk.no_such_table; SELECT 2",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert_eq!(
+        stderr.matches("no_such_table' not found").count(),
+        1,
+        "stderr: {stderr}"
+    );
+    assert!(stderr.contains("Statement 2 of 3"), "stderr: {stderr}");
+    // The first statement ran, the one after the failure did not.
+    assert!(
+        stdout.contains("before") && !stdout.contains("Int64(2)"),
+        "stdout: {stdout}"
+    );
+}

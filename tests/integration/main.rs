@@ -1,0 +1,30 @@
+//! Integration tests: one binary for what `.slt` files cannot express (STYLE §4.7).
+//!
+//! * [`fixtures`]: every `batch` expected result of the pypaimon 2.1.0 fixture corpus, compared
+//!   value by value (JSON encoding of `tests/fixtures/README.md`) with what we read.
+//! * [`errors`]: damaged tables (missing or corrupt snapshot, manifest, data and schema files) fail
+//!   with an error naming the file, never with a panic, on both `LocalFileSystem` and `InMemory`.
+
+mod errors;
+mod fixtures;
+
+use std::path::{Path, PathBuf};
+
+use arrow::array::RecordBatch;
+use datafusion::error::Result;
+use datafusion_paimon::PaimonSession;
+
+/// The fixture corpus root: `tests/fixtures/pypaimon-2.1.0`.
+pub(crate) fn fixture_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pypaimon-2.1.0")
+}
+
+/// The fixture warehouse (read-only: tests that change files work on a copy).
+pub(crate) fn fixture_warehouse() -> PathBuf {
+    fixture_root().join("warehouse")
+}
+
+/// Runs one statement and collects its batches.
+pub(crate) async fn run_sql(session: &PaimonSession, sql: &str) -> Result<Vec<RecordBatch>> {
+    session.sql(sql).await?.collect().await
+}
