@@ -5,6 +5,8 @@
 //! * [`errors`]: damaged tables (missing or corrupt snapshot, manifest, data and schema files) fail
 //!   with an error naming the file, never with a panic, on both `LocalFileSystem` and `InMemory`.
 
+#[cfg(feature = "cli")]
+mod cli;
 mod errors;
 mod fixtures;
 
