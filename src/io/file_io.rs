@@ -41,7 +41,7 @@ impl FileIO {
     pub(crate) fn path(&self, relative: &str) -> Path {
         let mut p = self.root.clone();
         for part in relative.split('/').filter(|s| !s.is_empty()) {
-            p = p.child(part);
+            p = p.join(part);
         }
         p
     }

@@ -9,7 +9,7 @@ mod schemas;
 mod snapshots;
 
 pub(crate) use commit::{CommitRequest, OverwriteScope};
-pub(crate) use manifests::{LiveFiles, PartitionBucket};
+pub(crate) use manifests::PartitionBucket;
 
 use std::sync::Arc;
 

@@ -11,10 +11,12 @@ use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
 use datafusion::common::{exec_datafusion_err, Result};
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::ObjectStore;
-use parquet::arrow::async_reader::{ParquetObjectReader, ParquetRecordBatchStreamBuilder};
+#[allow(deprecated, reason = "ParquetObjectReader still serves object_store 0.13; revisit with arrow-rs #10308")]
+use parquet::arrow::async_reader::ParquetObjectReader;
+use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::arrow::ProjectionMask;
 
 use crate::spec::{DataField, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
@@ -61,7 +63,6 @@ impl ReadLayout {
 pub(crate) struct FileToRead {
     pub(crate) path: Path,
     pub(crate) size: u64,
-    pub(crate) schema_id: i64,
 }
 
 /// Where each output column comes from in one file.
@@ -79,6 +80,7 @@ pub(crate) async fn read_file(
     batch_size: usize,
 ) -> Result<impl futures::Stream<Item = Result<RecordBatch>> + Send> {
     let shown = file.path.to_string();
+    #[allow(deprecated, reason = "see the import")]
     let reader = ParquetObjectReader::new(store, file.path.clone()).with_file_size(file.size);
     let builder = ParquetRecordBatchStreamBuilder::new(reader)
         .await

@@ -9,6 +9,6 @@ mod stream;
 pub use exec::PaimonScanExec;
 pub(crate) use exec::ScanContext;
 pub(crate) use file_read::ReadLayout;
-pub(crate) use plan::{plan_scan, PlanRequest, ScanPlan};
+pub(crate) use plan::{plan_scan, PlanRequest};
 #[allow(unused_imports)]
 pub(crate) use split::{Split, SplitFile};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, BooleanArray, UInt64Array};
 use datafusion::common::{Column, Result, ScalarValue};
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningStatistics};
+use datafusion::physical_optimizer::pruning::{PruningPredicateBuilder, PruningStatistics};
 
 use super::split::{build_sections, Split, SplitFile};
 use crate::meta::TableMeta;
@@ -42,7 +42,7 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
     let partition_types = req.schema.partition_types();
     let is_pk = req.schema.has_primary_key();
     let pruning = match &req.predicate {
-        Some(p) => PruningPredicate::try_new(Arc::clone(p), req.schema.arrow_schema()).ok(),
+        Some(p) => PruningPredicateBuilder::new().with_file_schema(req.schema.arrow_schema()).build(Arc::clone(p)),
         None => None,
     };
 
@@ -87,7 +87,7 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
             Some(d) => format!("{d}/{partition_path}{}", paths::bucket_dir(*bucket)),
             None => format!("{partition_path}{}", paths::bucket_dir(*bucket)),
         };
-        splits.push(Split { partition, partition_path, bucket: *bucket, bucket_dir: dir, sections });
+        splits.push(Split { partition_path, bucket: *bucket, bucket_dir: dir, sections });
     }
     Ok(ScanPlan { splits, file_schemas, files_pruned })
 }

@@ -17,7 +17,6 @@ pub(crate) struct SplitFile {
     pub(crate) file_name: String,
     pub(crate) file_size: u64,
     pub(crate) schema_id: i64,
-    pub(crate) level: i32,
     pub(crate) row_count: i64,
     pub(crate) min_key: Vec<ScalarValue>,
     pub(crate) max_key: Vec<ScalarValue>,
@@ -42,7 +41,6 @@ impl SplitFile {
             file_name: file.file_name.clone(),
             file_size: file.file_size.max(0) as u64,
             schema_id: file.schema_id,
-            level: file.level,
             row_count: file.row_count,
             min_key: decode(&file.min_key)?,
             max_key: decode(&file.max_key)?,
@@ -54,7 +52,6 @@ impl SplitFile {
 /// Files of one partition and bucket.
 #[derive(Debug, Clone)]
 pub(crate) struct Split {
-    pub(crate) partition: Vec<ScalarValue>,
     pub(crate) partition_path: String,
     pub(crate) bucket: i32,
     /// Directory of the bucket relative to the table root.
@@ -139,7 +136,6 @@ mod tests {
             file_name: name.into(),
             file_size: 1,
             schema_id: 0,
-            level: 0,
             row_count: 1,
             min_key: vec![ScalarValue::Int32(Some(min))],
             max_key: vec![ScalarValue::Int32(Some(max))],

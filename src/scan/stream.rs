@@ -74,7 +74,7 @@ fn run_stream(ctx: &Arc<ScanContext>, dir: &str, files: Vec<SplitFile>, batch_si
                 let schema = ctx.file_schemas.get(&f.schema_id).cloned().ok_or_else(|| {
                     datafusion::common::exec_datafusion_err!("Schema {} of data file {} is not loaded", f.schema_id, f.file_name)
                 })?;
-                let file = FileToRead { path, size: f.file_size, schema_id: f.schema_id };
+                let file = FileToRead { path, size: f.file_size };
                 read_file(Arc::clone(ctx.table_io.store()), file, schema, Arc::clone(&ctx.layout), batch_size).await
             }
         })

@@ -243,7 +243,7 @@ impl DataSink for PaimonSink {
         let routing = self.routing()?;
         let mut next_seq = if self.schema.has_primary_key() { self.next_sequences().await? } else { HashMap::new() };
         let mut buffers: HashMap<PartitionBucket, BucketBuffer> = HashMap::new();
-        let mut reservation = MemoryConsumer::new(format!("PaimonSink[{}]", self.table)).register(context.memory_pool());
+        let reservation = MemoryConsumer::new(format!("PaimonSink[{}]", self.table)).register(context.memory_pool());
         let mut flushed: Vec<ManifestEntry> = Vec::new();
         let mut count: u64 = 0;
         let truncate = matches!(self.kind, WriteKind::Truncate);
