@@ -101,6 +101,30 @@ impl PaimonTable {
         Ok(Arc::new(PaimonSink::try_new(self.name.clone(), Arc::clone(&self.meta), schema, kind)?))
     }
 
+    /// `INSERT OVERWRITE t PARTITION (p = v, ...) <input>`: `input` yields every table column
+    /// in table order; the partition given by `spec` (all partition columns) is replaced.
+    pub async fn overwrite_partition(
+        &self,
+        input: Arc<dyn ExecutionPlan>,
+        spec: &[(String, datafusion::common::ScalarValue)],
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let schema = self.meta.latest_schema().await?;
+        let mut values = Vec::with_capacity(schema.partition_keys.len());
+        for key in &schema.partition_keys {
+            let Some((_, v)) = spec.iter().find(|(k, _)| k == key) else {
+                return plan_err!("INSERT OVERWRITE of table {} must give a value for partition column '{key}'", self.name);
+            };
+            let target = schema.field(key).map(|f| f.data_type.to_arrow()).expect("partition keys are columns");
+            values.push(v.cast_to(&target)?);
+        }
+        if let Some((k, _)) = spec.iter().find(|(k, _)| !schema.partition_keys.contains(k)) {
+            return plan_err!("Column '{k}' is not a partition column of table {}", self.name);
+        }
+        let bytes = crate::spec::BinaryRow::encode(&values)?;
+        let kind = WriteKind::Overwrite(OverwriteScope::Partitions(vec![bytes]));
+        Ok(Arc::new(DataSinkExec::new(input, self.sink(kind).await? as _, None)))
+    }
+
     /// The merged rows matching `filters` (all rows when empty), in table-column order.
     async fn matching_rows(&self, state: &dyn Session, filters: &[Expr]) -> Result<Arc<dyn ExecutionPlan>> {
         let scan = self.scan(state, None, filters, None).await?;
