@@ -4,7 +4,7 @@
 //! once when the catalog opens and refreshed by [`PaimonCatalog::refresh`]; resolving a table
 //! by name always checks the warehouse itself.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
@@ -17,6 +17,7 @@ use url::Url;
 
 use crate::io::FileIO;
 use crate::meta::TableMeta;
+use crate::spec::options::{SCAN_SNAPSHOT_ID, SCAN_TAG_NAME, SCAN_TIMESTAMP_MILLIS};
 use crate::system_tables;
 use crate::table::{resolve_snapshot, PaimonTable};
 
@@ -30,6 +31,9 @@ pub struct PaimonCatalog {
     read_options: ReadOptions,
     /// database -> table names, as last listed.
     listing: RwLock<BTreeMap<String, Vec<String>>>,
+    /// Databases created by this catalog that have no object yet: on object stores a
+    /// directory exists only through the files below it (see `warehouse.rs`).
+    pub(super) empty_databases: RwLock<BTreeSet<String>>,
 }
 
 impl PaimonCatalog {
@@ -44,6 +48,7 @@ impl PaimonCatalog {
             io: FileIO::new(store, root, url.to_string().trim_end_matches('/').to_string()),
             read_options: Arc::new(RwLock::new(BTreeMap::new())),
             listing: RwLock::new(BTreeMap::new()),
+            empty_databases: RwLock::new(BTreeSet::new()),
         });
         catalog.refresh().await?;
         Ok(catalog)
@@ -68,8 +73,21 @@ impl PaimonCatalog {
                 listing.insert(db.to_string(), tables);
             }
         }
+        for db in self
+            .empty_databases
+            .read()
+            .expect("lock is never poisoned")
+            .iter()
+        {
+            listing.entry(db.clone()).or_default();
+        }
         *self.listing.write().expect("listing lock is never poisoned") = listing;
         Ok(())
+    }
+
+    /// The warehouse root.
+    pub(crate) fn io(&self) -> &FileIO {
+        &self.io
     }
 
     /// The database with this name, if it exists.
@@ -88,16 +106,27 @@ impl PaimonCatalog {
 /// A local path or URL as a directory URL.
 fn warehouse_url(location: &str) -> Result<Url> {
     if location.contains("://") {
-        return Url::parse(location).map_err(|e| DataFusionError::Plan(format!("Invalid warehouse URL '{location}': {e}")));
+        return Url::parse(location)
+            .map_err(|e| DataFusionError::Plan(format!("Invalid warehouse URL '{location}': {e}")));
     }
     let path = std::path::Path::new(location);
-    let absolute = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir()?.join(path) };
-    Url::from_directory_path(&absolute).map_err(|_| DataFusionError::Plan(format!("Invalid warehouse path '{location}'")))
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(path)
+    };
+    Url::from_directory_path(&absolute)
+        .map_err(|_| DataFusionError::Plan(format!("Invalid warehouse path '{location}'")))
 }
 
 impl CatalogProvider for PaimonCatalog {
     fn schema_names(&self) -> Vec<String> {
-        self.listing.read().expect("listing lock is never poisoned").keys().cloned().collect()
+        self.listing
+            .read()
+            .expect("listing lock is never poisoned")
+            .keys()
+            .cloned()
+            .collect()
     }
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
@@ -126,16 +155,30 @@ impl PaimonDatabase {
             return Ok(None);
         }
         let full_name = format!("{}.{base}", self.name);
-        let options = self.read_options.read().expect("options lock is never poisoned").clone();
+        let options = self
+            .read_options
+            .read()
+            .expect("options lock is never poisoned")
+            .clone();
         if let Some(sys) = system {
-            return system_tables::load(&sys, &full_name, meta, &options).await.map(Some);
+            return system_tables::load(&sys, &full_name, meta, &options)
+                .await
+                .map(Some);
         }
         let snapshot = resolve_snapshot(&meta, &full_name, &options).await?;
+        // As Java: a time-travel read answers with the schema of the snapshot it reads; a
+        // read of the latest state with the latest schema, which ALTER TABLE may have moved
+        // past the latest snapshot's (new columns read as NULL, format.md §6.6).
+        let time_travel = [SCAN_SNAPSHOT_ID, SCAN_TAG_NAME, SCAN_TIMESTAMP_MILLIS]
+            .iter()
+            .any(|k| options.contains_key(*k));
         let schema = match &snapshot {
-            Some(s) => meta.schema(s.schema_id).await?,
-            None => meta.latest_schema().await?,
+            Some(s) if time_travel => meta.schema(s.schema_id).await?,
+            _ => meta.latest_schema().await?,
         };
-        Ok(Some(Arc::new(PaimonTable::try_new(full_name, meta, snapshot, schema, false)?)))
+        Ok(Some(Arc::new(PaimonTable::try_new(
+            full_name, meta, snapshot, schema, false,
+        )?)))
     }
 }
 
@@ -151,14 +194,25 @@ impl SchemaProvider for PaimonDatabase {
 
     async fn table_type(&self, name: &str) -> Result<Option<datafusion::datasource::TableType>> {
         // Listing must not load (and fail on) every table: existence is enough.
-        Ok(self.table_exist(name).then_some(datafusion::datasource::TableType::Base))
+        Ok(self
+            .table_exist(name)
+            .then_some(datafusion::datasource::TableType::Base))
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        self.table_names.iter().any(|t| t == name.split('$').next().unwrap_or(name))
+        self.table_names
+            .iter()
+            .any(|t| t == name.split('$').next().unwrap_or(name))
     }
 
-    fn register_table(&self, name: String, _table: Arc<dyn TableProvider>) -> Result<Option<Arc<dyn TableProvider>>> {
-        plan_err!("Cannot register table {name} in Paimon database {}: use CREATE TABLE", self.name)
+    fn register_table(
+        &self,
+        name: String,
+        _table: Arc<dyn TableProvider>,
+    ) -> Result<Option<Arc<dyn TableProvider>>> {
+        plan_err!(
+            "Cannot register table {name} in Paimon database {}: use CREATE TABLE",
+            self.name
+        )
     }
 }

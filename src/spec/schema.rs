@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use arrow::datatypes::{Schema, SchemaRef};
 use serde_json::Value;
 
-use super::types::{row_fields, DataField, DataType};
+use super::types::{json_object, quote, row_fields, DataField, DataType};
 use crate::error::{Error, Result};
 
 /// One version of a table's schema.
@@ -85,19 +85,23 @@ impl TableSchema {
     /// The schema file JSON as Java Paimon writes it (pretty-printed, no `comment` key when
     /// there is none).
     pub fn to_json(&self) -> String {
-        let mut m = serde_json::Map::new();
-        m.insert("version".into(), 3.into());
-        m.insert("id".into(), self.id.into());
-        m.insert("fields".into(), self.fields_json());
-        m.insert("highestFieldId".into(), self.highest_field_id.into());
-        m.insert("partitionKeys".into(), self.partition_keys.clone().into());
-        m.insert("primaryKeys".into(), self.primary_keys.clone().into());
-        m.insert("options".into(), serde_json::to_value(&self.options).expect("string map"));
+        let fields: Vec<String> = self.fields.iter().map(DataField::to_json_text).collect();
+        let strings = |v: &[String]| format!("[{}]", v.iter().map(|s| quote(s)).collect::<Vec<_>>().join(","));
+        let options: Vec<(&str, String)> = self.options.iter().map(|(k, v)| (k.as_str(), quote(v))).collect();
+        let mut pairs = vec![
+            ("version", "3".to_string()),
+            ("id", self.id.to_string()),
+            ("fields", format!("[{}]", fields.join(","))),
+            ("highestFieldId", self.highest_field_id.to_string()),
+            ("partitionKeys", strings(&self.partition_keys)),
+            ("primaryKeys", strings(&self.primary_keys)),
+            ("options", json_object(&options)),
+        ];
         if let Some(c) = &self.comment {
-            m.insert("comment".into(), c.clone().into());
+            pairs.push(("comment", quote(c)));
         }
-        m.insert("timeMillis".into(), self.time_millis.into());
-        serde_json::to_string_pretty(&Value::Object(m)).expect("JSON value serializes")
+        pairs.push(("timeMillis", self.time_millis.to_string()));
+        json_object(&pairs)
     }
 
     /// The fields as the JSON array Paimon writes (`$schemas.fields`).

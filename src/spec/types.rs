@@ -101,6 +101,22 @@ impl DataType {
         }
     }
 
+    /// The JSON text Java Paimon writes, keys in Java's order.
+    pub fn to_json_text(&self) -> String {
+        let suffix = if self.nullable { "" } else { " NOT NULL" };
+        let head = |name: &str| quote(&format!("{name}{suffix}"));
+        match &self.kind {
+            TypeKind::Array(e) => json_object(&[("type", head("ARRAY")), ("element", e.to_json_text())]),
+            TypeKind::Multiset(e) => json_object(&[("type", head("MULTISET")), ("element", e.to_json_text())]),
+            TypeKind::Map(k, v) => json_object(&[("type", head("MAP")), ("key", k.to_json_text()), ("value", v.to_json_text())]),
+            TypeKind::Row(fields) => {
+                let items: Vec<String> = fields.iter().map(DataField::to_json_text).collect();
+                json_object(&[("type", head("ROW")), ("fields", format!("[{}]", items.join(",")))])
+            }
+            _ => quote(&self.to_string()),
+        }
+    }
+
     /// The Arrow type this Paimon type reads as.
     pub fn to_arrow(&self) -> ArrowType {
         match &self.kind {
@@ -179,10 +195,31 @@ impl DataField {
         Value::Object(m)
     }
 
+    /// The JSON text Java Paimon writes (`id`, `name`, `type`, `description`).
+    pub fn to_json_text(&self) -> String {
+        let mut pairs = vec![("id", self.id.to_string()), ("name", quote(&self.name)), ("type", self.data_type.to_json_text())];
+        if let Some(d) = &self.description {
+            pairs.push(("description", quote(d)));
+        }
+        json_object(&pairs)
+    }
+
     /// The Arrow field of this column.
     pub fn to_arrow_field(&self) -> Field {
         Field::new(&self.name, self.data_type.to_arrow(), self.data_type.nullable)
     }
+}
+
+/// A JSON string literal.
+pub(crate) fn quote(s: &str) -> String {
+    Value::String(s.to_string()).to_string()
+}
+
+/// A JSON object whose keys keep the given order (values are JSON text). `serde_json::Map`
+/// sorts keys, but Paimon shows schema JSON as written, so we write Java's order.
+pub(crate) fn json_object(pairs: &[(&str, String)]) -> String {
+    let body: Vec<String> = pairs.iter().map(|(k, v)| format!("{}:{v}", quote(k))).collect();
+    format!("{{{}}}", body.join(","))
 }
 
 fn bad_type(v: &Value) -> Error {

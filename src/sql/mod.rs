@@ -1,7 +1,10 @@
 //! Session set-up: a `SessionContext` whose default catalog is a Paimon warehouse, plus the
-//! few statements DataFusion cannot parse (`SET paimon.<option> = ...` with hyphenated Paimon
-//! option names, `RESET paimon.<option>`).
+//! statements this crate runs itself instead of DataFusion: `SET paimon.<option> = ...` /
+//! `RESET paimon.<option>` (hyphenated Paimon option names) and Flink-style DDL
+//! (`CREATE/DROP DATABASE`, `CREATE/DROP/ALTER TABLE`, see [`ddl`]).
 
+pub(crate) mod ddl;
+mod dispatch;
 mod session_options;
 
 pub use session_options::{parse_session_statement, SessionStatement};
@@ -28,7 +31,9 @@ pub struct PaimonSession {
 
 impl std::fmt::Debug for PaimonSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PaimonSession").field("catalog", &self.catalog).finish()
+        f.debug_struct("PaimonSession")
+            .field("catalog", &self.catalog)
+            .finish()
     }
 }
 
@@ -67,8 +72,14 @@ impl PaimonSession {
 
     /// Handles `SET paimon.*` / `RESET paimon.*` itself; returns `None` for any other statement.
     pub fn try_session_statement(&self, sql: &str) -> Result<Option<DataFrame>> {
-        let Some(stmt) = parse_session_statement(sql) else { return Ok(None) };
-        let mut options = self.catalog.read_options().write().expect("options lock is never poisoned");
+        let Some(stmt) = parse_session_statement(sql) else {
+            return Ok(None);
+        };
+        let mut options = self
+            .catalog
+            .read_options()
+            .write()
+            .expect("options lock is never poisoned");
         match stmt {
             SessionStatement::Set { key, value } => {
                 options.insert(key, value);
@@ -81,9 +92,19 @@ impl PaimonSession {
         Ok(Some(self.ctx.read_empty()?))
     }
 
-    /// Runs one SQL statement: our session statements first, everything else through DataFusion.
-    pub async fn sql(&self, sql: &str) -> Result<DataFrame> {
+    /// Runs `sql` if it is a statement this crate handles itself (session options, DDL,
+    /// `SHOW DATABASES`) and returns its result; `None` means "give it to DataFusion". DDL is
+    /// executed eagerly, as DataFusion executes its own DDL in `SessionContext::sql`.
+    pub async fn try_paimon_statement(&self, sql: &str) -> Result<Option<DataFrame>> {
         if let Some(df) = self.try_session_statement(sql)? {
+            return Ok(Some(df));
+        }
+        dispatch::try_execute(self, sql).await
+    }
+
+    /// Runs one SQL statement: our statements first, everything else through DataFusion.
+    pub async fn sql(&self, sql: &str) -> Result<DataFrame> {
+        if let Some(df) = self.try_paimon_statement(sql).await? {
             return Ok(df);
         }
         self.ctx.sql(sql).await

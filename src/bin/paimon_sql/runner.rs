@@ -35,9 +35,20 @@ impl Runner {
 
     /// Runs one statement (no trailing `;` needed) and prints its result.
     pub async fn run_statement(&self, sql: &str) -> Result<()> {
-        if self.session.try_session_statement(sql)?.is_some() {
-            if !self.print_options.quiet {
-                println!("{}", confirmation(sql));
+        // Our statements (SET/RESET paimon.*, DDL, SHOW DATABASES) run here; the rest goes to
+        // datafusion-cli, which DataFusion's parser handles.
+        if let Some(df) = self.session.try_paimon_statement(sql).await? {
+            let start = std::time::Instant::now();
+            let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
+            let batches = df.collect().await?;
+            if schema.fields().is_empty() {
+                if !self.print_options.quiet {
+                    println!("{}", confirmation(sql));
+                }
+            } else {
+                let rows = batches.iter().map(|b| b.num_rows()).sum();
+                let format = self.session.context().state().config().options().format.clone();
+                self.print_options.print_batches(schema, &batches, start, rows, &format)?;
             }
             return Ok(());
         }
