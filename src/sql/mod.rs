@@ -5,6 +5,7 @@
 
 pub(crate) mod ddl;
 mod dispatch;
+mod insert_overwrite;
 mod session_options;
 
 pub use session_options::{parse_session_statement, SessionStatement};

@@ -69,3 +69,18 @@ async fn explain_insert_and_delete_write_nothing() {
     query(&s, "EXPLAIN UPDATE db.t SET v = 'b' WHERE k = 1").await;
     assert_eq!(query(&s, "SELECT count(*) AS n FROM db.\"t$snapshots\"").await, "+---+\n| n |\n+---+\n| 1 |\n+---+");
 }
+
+#[tokio::test]
+async fn insert_overwrite_partition_replaces_only_that_partition() {
+    let (_dir, s) = session_with_table(PK_TABLE).await;
+    query(&s, "INSERT INTO db.t VALUES (1, 'a', 7), (2, 'b', 7), (3, 'c', 8)").await;
+    query(&s, "INSERT OVERWRITE db.t PARTITION (p = 7) SELECT 5, 'e'").await;
+    assert_eq!(
+        query(&s, "SELECT * FROM db.t ORDER BY k").await,
+        "+---+---+---+\n| k | v | p |\n+---+---+---+\n| 3 | c | 8 |\n| 5 | e | 7 |\n+---+---+---+"
+    );
+    assert_eq!(
+        query(&s, "SELECT commit_kind, total_record_count, delta_record_count FROM db.\"t$snapshots\" WHERE snapshot_id = 2").await,
+        "+-------------+--------------------+--------------------+\n| commit_kind | total_record_count | delta_record_count |\n+-------------+--------------------+--------------------+\n| OVERWRITE   | 2                  | -1                 |\n+-------------+--------------------+--------------------+"
+    );
+}
