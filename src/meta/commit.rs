@@ -120,8 +120,9 @@ pub(crate) enum OverwriteScope {
     None,
     /// Every live file of the table is removed (INSERT OVERWRITE without PARTITION, TRUNCATE).
     Table,
-    /// Live files of these serialized partitions are removed.
-    Partitions(Vec<Vec<u8>>),
+    /// Live files of partitions matching any of these specs are removed; a spec has one entry
+    /// per partition column, `None` matching any value.
+    Partitions(Vec<Vec<Option<ScalarValue>>>),
 }
 
 /// One commit of new data files.
@@ -176,7 +177,12 @@ impl TableMeta {
                 for e in live.entries() {
                     let hit = match &req.overwrite {
                         OverwriteScope::Table => true,
-                        OverwriteScope::Partitions(parts) => parts.contains(&e.partition),
+                        OverwriteScope::Partitions(specs) => {
+                            let values = BinaryRow::decode(&e.partition, &req.partition_types)?.values;
+                            specs.iter().any(|spec| {
+                                spec.iter().zip(&values).all(|(want, have)| want.as_ref().is_none_or(|w| w == have))
+                            })
+                        }
                         OverwriteScope::None => false,
                     };
                     if hit {

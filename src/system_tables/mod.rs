@@ -6,6 +6,7 @@
 //! `$table_indexes`) honour the session's time-travel options like a normal read.
 //! Value formats follow the reference fixtures written by pypaimon 2.1.0 (see [`format`]).
 
+mod read_only;
 mod buckets;
 mod files;
 mod format;
@@ -72,8 +73,9 @@ pub(crate) async fn load(
     meta: Arc<TableMeta>,
     options: &BTreeMap<String, String>,
 ) -> Result<Arc<dyn TableProvider>> {
-    match name {
-        AUDIT_LOG => audit_log(table, meta, options).await,
+    let provider = match name {
+        // `$audit_log` is a PaimonTable, which refuses writes itself.
+        AUDIT_LOG => return audit_log(table, meta, options).await,
         SNAPSHOTS => snapshots::build(meta).await,
         SCHEMAS => schemas::build(meta).await,
         OPTIONS => options::build(meta).await,
@@ -87,7 +89,8 @@ pub(crate) async fn load(
             "Unknown system table '{other}' of table {table}; supported: {}",
             SYSTEM_TABLES.join(", ")
         ),
-    }
+    }?;
+    Ok(Arc::new(read_only::ReadOnlyTable::new(format!("{table}${name}"), provider)))
 }
 
 async fn audit_log(

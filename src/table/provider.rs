@@ -98,6 +98,7 @@ impl PaimonTable {
         if !schema.has_primary_key() && matches!(kind, WriteKind::Delete | WriteKind::Update) {
             return not_impl_err!("Row-level DELETE and UPDATE on append table {} are not supported: it has no primary key", self.name);
         }
+        check_row_level_dml(&self.name, &schema, &kind)?;
         Ok(Arc::new(PaimonSink::try_new(self.name.clone(), Arc::clone(&self.meta), schema, kind)?))
     }
 
@@ -120,8 +121,7 @@ impl PaimonTable {
         if let Some((k, _)) = spec.iter().find(|(k, _)| !schema.partition_keys.contains(k)) {
             return plan_err!("Column '{k}' is not a partition column of table {}", self.name);
         }
-        let bytes = crate::spec::BinaryRow::encode(&values)?;
-        let kind = WriteKind::Overwrite(OverwriteScope::Partitions(vec![bytes]));
+        let kind = WriteKind::Overwrite(OverwriteScope::Partitions(vec![values.into_iter().map(Some).collect()]));
         Ok(Arc::new(DataSinkExec::new(input, self.sink(kind).await? as _, None)))
     }
 
@@ -133,6 +133,57 @@ impl PaimonTable {
         let predicate = state.create_physical_expr(predicate, &df_schema)?;
         Ok(Arc::new(FilterExec::try_new(predicate, scan)?))
     }
+}
+
+/// Row-level DELETE needs an upsert-deletable engine, UPDATE deduplicate or partial-update
+/// (semantics.md §9, Java `PrimaryKeyTableUtils.validatePKUpsertDeletable`).
+fn check_row_level_dml(table: &str, schema: &crate::spec::TableSchema, kind: &WriteKind) -> Result<()> {
+    let option = |k: &str| schema.options.get(k).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    let engine = TableOptions::parse(&schema.options)?.merge_engine;
+    match kind {
+        WriteKind::Delete => {
+            let deletable = match engine {
+                MergeEngine::Deduplicate => true,
+                MergeEngine::PartialUpdate => {
+                    option("partial-update.remove-record-on-delete") || schema.options.contains_key("partial-update.remove-record-on-sequence-group")
+                }
+                MergeEngine::Aggregation => option("aggregation.remove-record-on-delete"),
+                MergeEngine::FirstRow => false,
+            };
+            if !deletable {
+                return plan_err!("DELETE is not supported on table {table}: merge-engine '{}' cannot delete rows by key", engine.as_str());
+            }
+        }
+        WriteKind::Update if !matches!(engine, MergeEngine::Deduplicate | MergeEngine::PartialUpdate) => {
+            return plan_err!("UPDATE is not supported on table {table}: merge-engine '{}' only allows INSERT", engine.as_str());
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `p1 = v1 AND p2 = v2 ...` over partition columns only, as a partition spec.
+fn partition_equalities(schema: &crate::spec::TableSchema, filters: &[Expr]) -> Option<Vec<Option<datafusion::common::ScalarValue>>> {
+    use datafusion::logical_expr::{BinaryExpr, Operator};
+    if schema.partition_keys.is_empty() {
+        return None;
+    }
+    let mut spec: Vec<Option<datafusion::common::ScalarValue>> = vec![None; schema.partition_keys.len()];
+    let mut conjuncts = Vec::new();
+    for f in filters {
+        conjuncts.extend(datafusion::logical_expr::utils::split_conjunction(f).into_iter().cloned());
+    }
+    for c in conjuncts {
+        let Expr::BinaryExpr(BinaryExpr { left, op: Operator::Eq, right }) = c else { return None };
+        let (column, value) = match (left.as_ref(), right.as_ref()) {
+            (Expr::Column(col), Expr::Literal(v, _)) | (Expr::Literal(v, _), Expr::Column(col)) => (col, v),
+            _ => return None,
+        };
+        let i = schema.partition_keys.iter().position(|k| k == &column.name)?;
+        let target = schema.field(&column.name)?.data_type.to_arrow();
+        spec[i] = Some(value.cast_to(&target).ok()?);
+    }
+    Some(spec)
 }
 
 #[async_trait]
@@ -161,7 +212,14 @@ impl TableProvider for PaimonTable {
 
     async fn delete_from(&self, state: &dyn Session, filters: Vec<Expr>) -> Result<Arc<dyn ExecutionPlan>> {
         // Without WHERE, Paimon truncates: one OVERWRITE snapshot removing every file.
-        let kind = if filters.is_empty() { WriteKind::Truncate } else { WriteKind::Delete };
+        let kind = if filters.is_empty() {
+            WriteKind::Truncate
+        } else if let Some(spec) = partition_equalities(&self.schema, &filters) {
+            // Deleting whole partitions is metadata-only: they are dropped (semantics.md §9).
+            WriteKind::DropPartitions(OverwriteScope::Partitions(vec![spec]))
+        } else {
+            WriteKind::Delete
+        };
         let sink = self.sink(kind).await?;
         let rows = self.matching_rows(state, &filters).await?;
         Ok(Arc::new(DataSinkExec::new(rows, sink as _, None)))

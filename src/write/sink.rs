@@ -45,6 +45,8 @@ pub(crate) enum WriteKind {
     Update,
     /// DELETE without WHERE: remove every file (Paimon's truncate), counting the rows.
     Truncate,
+    /// DELETE whose WHERE is only partition equalities: drop those partitions, counting the rows.
+    DropPartitions(OverwriteScope),
 }
 
 impl WriteKind {
@@ -63,6 +65,7 @@ impl WriteKind {
             WriteKind::Delete => "DELETE",
             WriteKind::Update => "UPDATE",
             WriteKind::Truncate => "TRUNCATE",
+            WriteKind::DropPartitions(_) => "DELETE",
         }
     }
 }
@@ -149,6 +152,11 @@ impl PaimonSink {
             columns.push(column);
         }
         Ok(RecordBatch::try_new(Arc::clone(&self.input_schema), columns)?)
+    }
+
+    fn dynamic_partition_overwrite(&self) -> bool {
+        !self.schema.partition_keys.is_empty()
+            && self.schema.options.get("dynamic-partition-overwrite").is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"))
     }
 
     /// Serialized partition and bucket of every row.
@@ -246,7 +254,8 @@ impl DataSink for PaimonSink {
         let reservation = MemoryConsumer::new(format!("PaimonSink[{}]", self.table)).register(context.memory_pool());
         let mut flushed: Vec<ManifestEntry> = Vec::new();
         let mut count: u64 = 0;
-        let truncate = matches!(self.kind, WriteKind::Truncate);
+        // Metadata-only deletes count the matching rows but write none.
+        let truncate = matches!(self.kind, WriteKind::Truncate | WriteKind::DropPartitions(_));
         let kind = self.kind.row_kind();
         while let Some(batch) = data.next().await {
             let batch = batch?;
@@ -292,10 +301,26 @@ impl DataSink for PaimonSink {
         flushed.sort_by(|a, b| (&a.partition, a.bucket, &a.file.file_name).cmp(&(&b.partition, b.bucket, &b.file.file_name)));
 
         let overwrite = match &self.kind {
-            WriteKind::Overwrite(scope) => scope.clone(),
+            WriteKind::Overwrite(OverwriteScope::Table) if self.dynamic_partition_overwrite() => {
+                // Paimon's default `dynamic-partition-overwrite`: replace only the partitions
+                // the statement wrote (semantics.md §9).
+                let types = self.schema.partition_types();
+                let mut specs: Vec<Vec<Option<ScalarValue>>> = Vec::new();
+                for e in &flushed {
+                    let spec: Vec<Option<ScalarValue>> = BinaryRow::decode(&e.partition, &types)?.values.into_iter().map(Some).collect();
+                    if !specs.contains(&spec) {
+                        specs.push(spec);
+                    }
+                }
+                OverwriteScope::Partitions(specs)
+            }
+            WriteKind::Overwrite(scope) | WriteKind::DropPartitions(scope) => scope.clone(),
             WriteKind::Truncate => OverwriteScope::Table,
             _ => OverwriteScope::None,
         };
+        if overwrite == OverwriteScope::Partitions(vec![]) && flushed.is_empty() {
+            return Ok(count);
+        }
         let request = CommitRequest {
             added: flushed,
             overwrite,

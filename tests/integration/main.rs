@@ -7,6 +7,7 @@
 
 #[cfg(feature = "cli")]
 mod cli;
+mod concurrent_commits;
 mod errors;
 mod fixtures;
 

@@ -1,0 +1,252 @@
+-- Tables written by datafusion-paimon (paimon-sql) for the pypaimon interop check.
+-- tests/interop/run.sh runs this file against an empty warehouse, then
+-- tests/interop/read_with_pypaimon.py reads every table (every snapshot) with pypaimon 2.1.0 and
+-- compares with what paimon-sql reads. Every statement commits one snapshot (or none for a
+-- DML statement that matches no row), so the tables cover APPEND and OVERWRITE snapshots, -D and
+-- +U records, several level-0 runs per bucket and several schema versions.
+
+CREATE DATABASE interop;
+
+----------------------------------------------------------------------------------------------------
+-- 1. Deduplicate primary-key table, 4 buckets, 25k keys, 6 commits
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.pk_b4 (
+    id BIGINT,
+    name STRING,
+    score INT,
+    amount DOUBLE,
+    PRIMARY KEY (id) NOT ENFORCED
+) WITH ('bucket' = '4');
+
+INSERT INTO interop.pk_b4
+SELECT value AS id, concat('n', CAST(value AS VARCHAR)) AS name, CAST(value % 97 AS INT) AS score,
+    CAST(value AS DOUBLE) / 8 AS amount
+FROM generate_series(1, 20000);
+
+-- Upsert of an overlapping range: 15001..20000 updated, 20001..25000 new
+INSERT INTO interop.pk_b4
+SELECT value AS id, concat('u', CAST(value AS VARCHAR)) AS name, CAST(value % 89 AS INT) AS score,
+    CAST(value AS DOUBLE) / 4 AS amount
+FROM generate_series(15001, 25000);
+
+-- The same key twice in one statement (the last wins), and NULL values
+INSERT INTO interop.pk_b4 VALUES (1, 'first', 1, 1.0), (1, 'second', 2, 2.0), (2, NULL, NULL, NULL);
+
+-- -D records for a tenth of the keys
+DELETE FROM interop.pk_b4 WHERE id % 10 = 3;
+
+-- +U records with the full new row
+UPDATE interop.pk_b4 SET score = score + 1000, name = concat(name, '*') WHERE id % 7 = 0;
+
+-- A deleted key comes back
+INSERT INTO interop.pk_b4 VALUES (13, 'reinserted', 13, 13.5), (23, 'reinserted', 23, 23.5);
+
+----------------------------------------------------------------------------------------------------
+-- 2. Partitioned primary-key table: two partition columns, 2 buckets, schema change
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.pk_partitioned (
+    dt STRING,
+    hr INT,
+    id INT,
+    v STRING,
+    amount DECIMAL(10, 2),
+    PRIMARY KEY (dt, hr, id) NOT ENFORCED
+) PARTITIONED BY (dt, hr) WITH ('bucket' = '2');
+
+INSERT INTO interop.pk_partitioned
+SELECT
+    CASE value % 3 WHEN 0 THEN '2024-01-01' WHEN 1 THEN '2024-01-02' ELSE '2024-01-03' END AS dt,
+    CAST(value % 2 AS INT) AS hr,
+    CAST(value AS INT) AS id,
+    concat('v', CAST(value AS VARCHAR)) AS v,
+    CAST(value AS DECIMAL(10, 2)) / 100 AS amount
+FROM generate_series(1, 3000);
+
+-- A new partition, and upserts of existing keys in existing partitions
+INSERT INTO interop.pk_partitioned
+SELECT '2024-01-04' AS dt, CAST(value % 2 AS INT) AS hr, CAST(value AS INT) AS id, 'new' AS v,
+    CAST(value AS DECIMAL(10, 2)) AS amount
+FROM generate_series(1, 500);
+
+INSERT INTO interop.pk_partitioned VALUES
+    ('2024-01-01', 1, 3, 'upserted', 0.03),
+    ('2024-01-02', 1, 1, 'upserted', 0.01),
+    ('2024-01-03', 0, 2, 'upserted', -0.02);
+
+DELETE FROM interop.pk_partitioned WHERE dt = '2024-01-02' AND id % 5 = 0;
+
+UPDATE interop.pk_partitioned SET v = upper(v), amount = amount * 2 WHERE hr = 1 AND id < 500;
+
+ALTER TABLE interop.pk_partitioned ADD COLUMN note STRING;
+
+INSERT INTO interop.pk_partitioned VALUES
+    ('2024-01-01', 0, 100000, 'after-alter', 1.00, 'noted'),
+    ('2024-01-05', 1, 7, 'after-alter', 7.00, NULL),
+    ('2024-01-02', 1, 1, 'after-alter', 2.00, 'overrides an old key');
+
+UPDATE interop.pk_partitioned SET note = concat('old row ', v) WHERE dt = '2024-01-03' AND id < 100;
+
+----------------------------------------------------------------------------------------------------
+-- 3. Every supported type, in a primary-key table and an append table
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.types_pk (
+    id INT,
+    c_bool BOOLEAN,
+    c_tinyint TINYINT,
+    c_smallint SMALLINT,
+    c_int INT,
+    c_bigint BIGINT,
+    c_float FLOAT,
+    c_double DOUBLE,
+    c_dec10 DECIMAL(10, 2),
+    c_dec38 DECIMAL(38, 10),
+    c_string STRING,
+    c_varchar VARCHAR(20),
+    c_char CHAR(3),
+    c_bytes BYTES,
+    c_binary BINARY(4),
+    c_date DATE,
+    c_time TIME(3),
+    c_ts3 TIMESTAMP(3),
+    c_ts6 TIMESTAMP(6),
+    c_ltz TIMESTAMP_LTZ(6),
+    c_array ARRAY<INT>,
+    c_map MAP<STRING, BIGINT>,
+    c_row ROW<x INT, y STRING>,
+    PRIMARY KEY (id) NOT ENFORCED
+) WITH ('bucket' = '2');
+
+INSERT INTO interop.types_pk VALUES
+    (1, true, 1, 2, 3, 4, 1.5, 2.25, 12345678.91,
+     CAST('1234567890123456789012345678.0123456789' AS DECIMAL(38, 10)),
+     'hello', 'varchar', 'abc', X'0001FF', X'DEADBEEF',
+     DATE '2024-01-02', TIME '03:04:05.678', TIMESTAMP '2024-01-02 03:04:05.678',
+     TIMESTAMP '2024-01-02 03:04:05.678901', TIMESTAMP '2024-01-02 03:04:05.678901',
+     [1, 2, NULL], MAP {'a': 1, 'b': NULL}, named_struct('x', 7, 'y', 'seven')),
+    -- extremes: min integers, negative decimals, dates before the epoch, empty strings and bytes
+    (2, false, -128, -32768, -2147483648, -9223372036854775808, -3.25, -1e300, -99999999.99,
+     CAST('-9999999999999999999999999999.9999999999' AS DECIMAL(38, 10)),
+     '', '', '', X'', X'00000000',
+     DATE '1969-12-31', TIME '00:00:00.000', TIMESTAMP '1969-12-31 23:59:59.999',
+     TIMESTAMP '1900-01-01 00:00:00.000001', TIMESTAMP '1970-01-01 00:00:00',
+     [], MAP {'': 0}, named_struct('x', CAST(NULL AS INT), 'y', '')),
+    -- max integers, non-ASCII and long strings (longer than 7 bytes are not inline in BinaryRow)
+    (3, true, 127, 32767, 2147483647, 9223372036854775807, 3.4028235e38, 1.7976931348623157e308, 99999999.99,
+     CAST('9999999999999999999999999999.9999999999' AS DECIMAL(38, 10)),
+     'héllo wörld ✓ — a longer string', 'ünïcödé', 'xyz', X'00112233445566778899AABBCCDDEEFF', X'FFFFFFFF',
+     DATE '9999-12-31', TIME '23:59:59.999', TIMESTAMP '2262-04-11 23:47:16.854',
+     TIMESTAMP '2099-12-31 23:59:59.999999', TIMESTAMP '2038-01-19 03:14:08.123456',
+     [2147483647, -2147483648], MAP {'k1': 9223372036854775807, 'k2': -1, 'k3': NULL},
+     named_struct('x', -1, 'y', 'a string that is long')),
+    -- all NULL but the key
+    (4, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+
+-- Upsert one typed row, delete another
+INSERT INTO interop.types_pk (id, c_string, c_double, c_array, c_row)
+VALUES (1, 'replaced', 0.1, [5], named_struct('x', 5, 'y', 'five'));
+
+DELETE FROM interop.types_pk WHERE id = 2;
+
+CREATE TABLE interop.types_append (
+    id INT,
+    c_bool BOOLEAN,
+    c_tinyint TINYINT,
+    c_smallint SMALLINT,
+    c_int INT,
+    c_bigint BIGINT,
+    c_float FLOAT,
+    c_double DOUBLE,
+    c_dec10 DECIMAL(10, 2),
+    c_dec38 DECIMAL(38, 10),
+    c_string STRING,
+    c_varchar VARCHAR(20),
+    c_char CHAR(3),
+    c_bytes BYTES,
+    c_binary BINARY(4),
+    c_date DATE,
+    c_time TIME(3),
+    c_ts3 TIMESTAMP(3),
+    c_ts6 TIMESTAMP(6),
+    c_ltz TIMESTAMP_LTZ(6),
+    c_array ARRAY<INT>,
+    c_map MAP<STRING, BIGINT>,
+    c_row ROW<x INT, y STRING>
+);
+
+-- Twice: an append table keeps duplicates
+INSERT INTO interop.types_append SELECT * FROM interop.types_pk;
+INSERT INTO interop.types_append SELECT * FROM interop.types_pk WHERE id <> 4;
+
+----------------------------------------------------------------------------------------------------
+-- 4. Schema evolution: ADD COLUMN twice, writes under each schema
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.evolution (
+    id INT,
+    a STRING,
+    PRIMARY KEY (id) NOT ENFORCED
+) WITH ('bucket' = '1');
+
+INSERT INTO interop.evolution VALUES (1, 'a1'), (2, 'a2'), (3, 'a3'), (4, 'a4'), (5, 'a5');
+
+ALTER TABLE interop.evolution ADD COLUMN b BIGINT;
+
+INSERT INTO interop.evolution VALUES (4, 'a4-new', 40), (5, 'a5-new', 50), (6, 'a6', 60);
+
+-- Rows written under schema 0 updated under schema 1
+UPDATE interop.evolution SET b = -1 WHERE b IS NULL;
+
+ALTER TABLE interop.evolution ADD COLUMN c DOUBLE;
+
+INSERT INTO interop.evolution VALUES (7, 'a7', 70, 7.5), (1, 'a1-new', 10, 1.5);
+
+DELETE FROM interop.evolution WHERE id = 2;
+
+----------------------------------------------------------------------------------------------------
+-- 5. INSERT OVERWRITE and truncate
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.overwrite (
+    k INT,
+    v STRING,
+    PRIMARY KEY (k) NOT ENFORCED
+) WITH ('bucket' = '2');
+
+INSERT INTO interop.overwrite SELECT CAST(value AS INT) AS k, concat('first-', CAST(value AS VARCHAR)) AS v FROM generate_series(1, 100);
+
+INSERT OVERWRITE interop.overwrite SELECT CAST(value AS INT) AS k, concat('second-', CAST(value AS VARCHAR)) AS v FROM generate_series(50, 150);
+
+INSERT INTO interop.overwrite SELECT CAST(value AS INT) AS k, concat('third-', CAST(value AS VARCHAR)) AS v FROM generate_series(140, 160);
+
+-- Truncate (an OVERWRITE removing every file), then write again
+DELETE FROM interop.overwrite;
+
+INSERT INTO interop.overwrite VALUES (1, 'after truncate'), (2, 'after truncate');
+
+CREATE TABLE interop.append_log (
+    id BIGINT,
+    msg STRING
+);
+
+INSERT INTO interop.append_log SELECT value AS id, concat('m', CAST(value AS VARCHAR)) AS msg FROM generate_series(1, 1000);
+
+INSERT INTO interop.append_log SELECT value AS id, 'duplicate' AS msg FROM generate_series(1, 10);
+
+INSERT OVERWRITE interop.append_log VALUES (1, 'overwritten'), (1, 'overwritten');
+
+INSERT INTO interop.append_log VALUES (2, 'appended');
+
+----------------------------------------------------------------------------------------------------
+-- 6. Fixed-bucket append table (bucket-key)
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.append_bucketed (
+    id INT,
+    part STRING,
+    payload STRING
+) PARTITIONED BY (part) WITH ('bucket' = '3', 'bucket-key' = 'id');
+
+INSERT INTO interop.append_bucketed
+SELECT CAST(value AS INT) AS id, CASE WHEN value % 2 = 0 THEN 'even' ELSE 'odd' END AS part,
+    repeat('x', CAST(value % 20 AS INT)) AS payload
+FROM generate_series(1, 300);
+
+INSERT INTO interop.append_bucketed VALUES (1, 'odd', 'again'), (2, 'even', 'again');
