@@ -28,32 +28,60 @@ fn config() -> SessionConfig {
 }
 
 fn setup(rt: &Runtime) -> Setup {
-    let keys: i64 = std::env::var("MERGE_SCAN_KEYS").ok().and_then(|v| v.parse().ok()).unwrap_or(2_000_000);
+    let keys: i64 = std::env::var("MERGE_SCAN_KEYS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000_000);
     let dir = tempfile::tempdir().expect("temp dir");
     rt.block_on(async {
         for (name, runs) in [("one_run", 1), ("five_runs", 5)] {
-            let spec = GeneratedTable { num_keys: keys, buckets: 4, runs, update_fraction: 0.1, seed: 42 };
-            write_generated_table(dir.path(), "bench", name, &spec).await.expect("generate table");
+            let spec = GeneratedTable {
+                num_keys: keys,
+                buckets: 4,
+                runs,
+                update_fraction: 0.1,
+                seed: 42,
+            };
+            write_generated_table(dir.path(), "bench", name, &spec)
+                .await
+                .expect("generate table");
         }
-        let paimon = PaimonSession::with_config(config(), dir.path().to_str().expect("utf-8 path")).await.expect("open warehouse");
+        let paimon = PaimonSession::with_config(config(), dir.path().to_str().expect("utf-8 path"))
+            .await
+            .expect("open warehouse");
         let plain = SessionContext::new_with_config(config());
         for name in ["one_run", "five_runs"] {
             let path = dir.path().join("bench.db").join(name);
             let files = format!("{}/", path.display());
             let options = ParquetReadOptions::default().file_extension(".parquet");
-            plain.register_parquet(format!("plain_{name}"), &files, options).await.expect("register parquet");
+            plain
+                .register_parquet(format!("plain_{name}"), &files, options)
+                .await
+                .expect("register parquet");
         }
-        Setup { _dir: dir, paimon, plain }
+        Setup {
+            _dir: dir,
+            paimon,
+            plain,
+        }
     })
 }
 
 async fn run_paimon(s: &Setup, table: &str) -> usize {
-    let df = s.paimon.sql(&format!("SELECT {QUERY_COLUMNS} FROM bench.{table}")).await.expect("plan");
+    let df = s
+        .paimon
+        .sql(&format!("SELECT {QUERY_COLUMNS} FROM bench.{table}"))
+        .await
+        .expect("plan");
     df.collect().await.expect("run").len()
 }
 
 async fn run_plain(s: &Setup, table: &str) -> usize {
-    let df = s.plain.sql(&format!("SELECT {QUERY_COLUMNS} FROM plain_{table}")).await.expect("plan");
+    let df = s
+        .plain
+        .sql(&format!("SELECT {QUERY_COLUMNS} FROM plain_{table}"))
+        .await
+        .expect("plan");
     df.collect().await.expect("run").len()
 }
 
@@ -71,10 +99,12 @@ fn bench(c: &mut Criterion) {
     group.sample_size(10);
     for table in ["one_run", "five_runs"] {
         group.bench_function(format!("paimon_{table}_2m_keys_4_buckets"), |b| {
-            b.to_async(&rt).iter(|| async { std::hint::black_box(run_paimon(&s, table).await) })
+            b.to_async(&rt)
+                .iter(|| async { std::hint::black_box(run_paimon(&s, table).await) })
         });
         group.bench_function(format!("plain_parquet_{table}_2m_keys_4_buckets"), |b| {
-            b.to_async(&rt).iter(|| async { std::hint::black_box(run_plain(&s, table).await) })
+            b.to_async(&rt)
+                .iter(|| async { std::hint::black_box(run_plain(&s, table).await) })
         });
     }
     group.finish();

@@ -60,10 +60,16 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn corrupt(path: impl Into<String>, reason: impl ToString) -> Self {
-        Error::Corrupt { path: path.into(), reason: reason.to_string() }
+        Error::Corrupt {
+            path: path.into(),
+            reason: reason.to_string(),
+        }
     }
     pub(crate) fn not_found(what: impl Into<String>, path: impl Into<String>) -> Self {
-        Error::NotFound { what: what.into(), path: path.into() }
+        Error::NotFound {
+            what: what.into(),
+            path: path.into(),
+        }
     }
 }
 

@@ -45,7 +45,12 @@ fn io_err(e: impl std::fmt::Display) -> DataFusionError {
 }
 
 /// Writes the table at `<warehouse dir>/<db>.db/<table>` with one APPEND snapshot.
-pub async fn write_generated_table(warehouse: &std::path::Path, db: &str, table: &str, spec: &GeneratedTable) -> Result<()> {
+pub async fn write_generated_table(
+    warehouse: &std::path::Path,
+    db: &str,
+    table: &str,
+    spec: &GeneratedTable,
+) -> Result<()> {
     let root = warehouse.join(format!("{db}.db")).join(table);
     std::fs::create_dir_all(&root)?;
     let store = Arc::new(object_store::local::LocalFileSystem::new());
@@ -60,21 +65,32 @@ pub async fn write_generated_table(warehouse: &std::path::Path, db: &str, table:
     let mut rng = spec.seed;
     let mut entries = Vec::new();
     for bucket in 0..spec.buckets {
-        let keys: Vec<i64> = (0..spec.num_keys).filter(|k| k % spec.buckets as i64 == bucket as i64).collect();
+        let keys: Vec<i64> = (0..spec.num_keys)
+            .filter(|k| k % spec.buckets as i64 == bucket as i64)
+            .collect();
         let mut seq = 0i64;
         for run in 0..spec.runs {
             let run_keys: Vec<i64> = if run == 0 {
                 keys.clone()
             } else {
                 let threshold = (spec.update_fraction * u64::MAX as f64) as u64;
-                keys.iter().copied().filter(|_| splitmix(&mut rng) < threshold).collect()
+                keys.iter()
+                    .copied()
+                    .filter(|_| splitmix(&mut rng) < threshold)
+                    .collect()
             };
             if run_keys.is_empty() {
                 continue;
             }
             let file = write_run(&meta, bucket, run as i64, &run_keys, seq).await?;
             seq += run_keys.len() as i64;
-            entries.push(ManifestEntry { kind: FileKind::Add, partition: BinaryRow::encode(&[])?, bucket, total_buckets: spec.buckets, file });
+            entries.push(ManifestEntry {
+                kind: FileKind::Add,
+                partition: BinaryRow::encode(&[])?,
+                bucket,
+                total_buckets: spec.buckets,
+                file,
+            });
         }
     }
     let manifest = meta.write_manifest(&entries, 0, &[]).await?;
@@ -108,7 +124,13 @@ pub async fn write_generated_table(warehouse: &std::path::Path, db: &str, table:
 }
 
 /// Writes one sorted run of a bucket as a level-0 KeyValue Parquet file.
-async fn write_run(meta: &TableMeta, bucket: i32, run: i64, keys: &[i64], first_seq: i64) -> Result<DataFileMeta> {
+async fn write_run(
+    meta: &TableMeta,
+    bucket: i32,
+    run: i64,
+    keys: &[i64],
+    first_seq: i64,
+) -> Result<DataFileMeta> {
     let n = keys.len();
     let schema = Arc::new(Schema::new(vec![
         Field::new("_KEY_id", ArrowType::Int64, false),
@@ -129,9 +151,15 @@ async fn write_run(meta: &TableMeta, bucket: i32, run: i64, keys: &[i64], first_
             Arc::new(Int8Array::from(vec![0i8; n])),
             ids,
             Arc::new(Int64Array::from_iter_values(keys.iter().map(|k| k * 10 + run))),
-            Arc::new(Float64Array::from_iter_values(keys.iter().map(|k| *k as f64 / 3.0 + run as f64))),
-            Arc::new(StringArray::from_iter_values(keys.iter().map(|k| format!("value-{k}-{run}")))),
-            Arc::new(Int32Array::from_iter_values(keys.iter().map(|k| (k % 1000) as i32 + run as i32))),
+            Arc::new(Float64Array::from_iter_values(
+                keys.iter().map(|k| *k as f64 / 3.0 + run as f64),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                keys.iter().map(|k| format!("value-{k}-{run}")),
+            )),
+            Arc::new(Int32Array::from_iter_values(
+                keys.iter().map(|k| (k % 1000) as i32 + run as i32),
+            )),
         ],
     )?;
     let props = WriterProperties::builder()
@@ -143,7 +171,9 @@ async fn write_run(meta: &TableMeta, bucket: i32, run: i64, keys: &[i64], first_
     writer.close()?;
     let name = format!("data-{}-0.parquet", uuid::Uuid::new_v4());
     let size = buf.len() as i64;
-    meta.io().write(&format!("{}/{name}", paths::bucket_dir(bucket)), buf).await?;
+    meta.io()
+        .write(&format!("{}/{name}", paths::bucket_dir(bucket)), buf)
+        .await?;
     let key = |k: i64| BinaryRow::encode(&[ScalarValue::Int64(Some(k))]);
     let (min, max) = (key(keys[0])?, key(keys[n - 1])?);
     Ok(DataFileMeta {
@@ -152,8 +182,16 @@ async fn write_run(meta: &TableMeta, bucket: i32, run: i64, keys: &[i64], first_
         row_count: n as i64,
         min_key: min.clone(),
         max_key: max.clone(),
-        key_stats: SimpleStats { min_values: min, max_values: max, null_counts: Some(vec![Some(0)]) },
-        value_stats: SimpleStats { min_values: BinaryRow::encode(&[])?, max_values: BinaryRow::encode(&[])?, null_counts: Some(vec![]) },
+        key_stats: SimpleStats {
+            min_values: min,
+            max_values: max,
+            null_counts: Some(vec![Some(0)]),
+        },
+        value_stats: SimpleStats {
+            min_values: BinaryRow::encode(&[])?,
+            max_values: BinaryRow::encode(&[])?,
+            null_counts: Some(vec![]),
+        },
         min_sequence_number: first_seq,
         max_sequence_number: first_seq + n as i64 - 1,
         schema_id: 0,
@@ -182,15 +220,29 @@ mod tests {
     #[tokio::test]
     async fn generated_runs_merge_to_newest_values() {
         let dir = tempfile::tempdir().unwrap();
-        let spec = GeneratedTable { num_keys: 5000, buckets: 3, runs: 5, update_fraction: 0.3, seed: 7 };
+        let spec = GeneratedTable {
+            num_keys: 5000,
+            buckets: 3,
+            runs: 5,
+            update_fraction: 0.3,
+            seed: 7,
+        };
         write_generated_table(dir.path(), "g", "t", &spec).await.unwrap();
         let session = PaimonSession::open(dir.path().to_str().unwrap()).await.unwrap();
-        let batches = session.sql("SELECT id, v1 FROM g.t ORDER BY id").await.unwrap().collect().await.unwrap();
+        let batches = session
+            .sql("SELECT id, v1 FROM g.t ORDER BY id")
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
         // Model: replay the generator's random choices.
         let mut newest = vec![0i64; spec.num_keys as usize];
         let mut rng = spec.seed;
         for bucket in 0..spec.buckets as i64 {
-            let keys: Vec<i64> = (0..spec.num_keys).filter(|k| k % spec.buckets as i64 == bucket).collect();
+            let keys: Vec<i64> = (0..spec.num_keys)
+                .filter(|k| k % spec.buckets as i64 == bucket)
+                .collect();
             for run in 1..spec.runs as i64 {
                 let threshold = (spec.update_fraction * u64::MAX as f64) as u64;
                 for k in &keys {
@@ -207,7 +259,11 @@ mod tests {
             for i in 0..b.num_rows() {
                 let k = ids.value(i);
                 assert_eq!(k, seen as i64, "keys are complete and unique");
-                assert_eq!(v1.value(i), k * 10 + newest[k as usize], "key {k} has its newest value");
+                assert_eq!(
+                    v1.value(i),
+                    k * 10 + newest[k as usize],
+                    "key {k} has its newest value"
+                );
                 seen += 1;
             }
         }

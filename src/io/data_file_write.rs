@@ -19,7 +19,9 @@ use parquet::file::properties::WriterProperties;
 
 use super::FileIO;
 use crate::error::{Error, Result};
-use crate::spec::{BinaryRow, DataField, DataFileMeta, SimpleStats, TableSchema, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND};
+use crate::spec::{
+    BinaryRow, DataField, DataFileMeta, SimpleStats, TableSchema, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND,
+};
 
 /// Field ids Java gives the system columns (format.md §6.2).
 const KEY_FIELD_ID_START: i32 = 1_073_741_823;
@@ -42,7 +44,13 @@ fn field_with_id(name: &str, data_type: ArrowType, nullable: bool, id: i32) -> F
 }
 
 /// Writes `rows` as `<dir>/<name>` and returns the file's metadata (level 0, APPEND source).
-pub(crate) async fn write_data_file(io: &FileIO, dir: &str, name: String, schema: &TableSchema, rows: DataFileRows) -> Result<DataFileMeta> {
+pub(crate) async fn write_data_file(
+    io: &FileIO,
+    dir: &str,
+    name: String,
+    schema: &TableSchema,
+    rows: DataFileRows,
+) -> Result<DataFileMeta> {
     let n = rows.values.num_rows();
     let keys: Vec<(usize, &DataField)> = schema
         .trimmed_primary_keys()
@@ -53,16 +61,36 @@ pub(crate) async fn write_data_file(io: &FileIO, dir: &str, name: String, schema
     let mut columns: Vec<ArrayRef> = Vec::new();
     if let Some((seq, kind)) = &rows.kv {
         for (i, k) in &keys {
-            fields.push(field_with_id(&format!("{KEY_PREFIX}{}", k.name), k.data_type.to_arrow(), false, KEY_FIELD_ID_START + k.id));
+            fields.push(field_with_id(
+                &format!("{KEY_PREFIX}{}", k.name),
+                k.data_type.to_arrow(),
+                false,
+                KEY_FIELD_ID_START + k.id,
+            ));
             columns.push(Arc::clone(rows.values.column(*i)));
         }
-        fields.push(field_with_id(SEQUENCE_NUMBER, ArrowType::Int64, false, SEQUENCE_FIELD_ID));
+        fields.push(field_with_id(
+            SEQUENCE_NUMBER,
+            ArrowType::Int64,
+            false,
+            SEQUENCE_FIELD_ID,
+        ));
         columns.push(Arc::new(seq.clone()));
-        fields.push(field_with_id(VALUE_KIND, ArrowType::Int8, false, VALUE_KIND_FIELD_ID));
+        fields.push(field_with_id(
+            VALUE_KIND,
+            ArrowType::Int8,
+            false,
+            VALUE_KIND_FIELD_ID,
+        ));
         columns.push(Arc::new(kind.clone()));
     }
     for (f, c) in schema.fields.iter().zip(rows.values.columns()) {
-        fields.push(field_with_id(&f.name, f.data_type.to_arrow(), f.data_type.nullable, f.id));
+        fields.push(field_with_id(
+            &f.name,
+            f.data_type.to_arrow(),
+            f.data_type.nullable,
+            f.id,
+        ));
         columns.push(Arc::clone(c));
     }
     let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
@@ -80,17 +108,36 @@ pub(crate) async fn write_data_file(io: &FileIO, dir: &str, name: String, schema
     let (min_key, max_key, key_stats, seq_range, deletes) = match &rows.kv {
         Some((seq, kind)) if n > 0 => {
             let key_at = |row: usize| -> Result<Vec<u8>> {
-                let values = keys.iter().map(|(i, _)| scalar_at(rows.values.column(*i), row)).collect::<Result<Vec<_>>>()?;
+                let values = keys
+                    .iter()
+                    .map(|(i, _)| scalar_at(rows.values.column(*i), row))
+                    .collect::<Result<Vec<_>>>()?;
                 BinaryRow::encode(&values)
             };
-            let key_columns: Vec<ArrayRef> = keys.iter().map(|(i, _)| Arc::clone(rows.values.column(*i))).collect();
+            let key_columns: Vec<ArrayRef> = keys
+                .iter()
+                .map(|(i, _)| Arc::clone(rows.values.column(*i)))
+                .collect();
             let stats = column_stats(&key_columns, false)?;
             let seqs = seq.values();
-            let (lo, hi) = (seqs.iter().min().copied().unwrap_or(0), seqs.iter().max().copied().unwrap_or(0));
+            let (lo, hi) = (
+                seqs.iter().min().copied().unwrap_or(0),
+                seqs.iter().max().copied().unwrap_or(0),
+            );
             let deletes = kind.values().iter().filter(|k| **k == 1 || **k == 3).count() as i64;
             (key_at(0)?, key_at(n - 1)?, stats, (lo, hi), deletes)
         }
-        _ => (empty.clone(), empty.clone(), SimpleStats { min_values: empty.clone(), max_values: empty.clone(), null_counts: Some(vec![]) }, (0, 0), 0),
+        _ => (
+            empty.clone(),
+            empty.clone(),
+            SimpleStats {
+                min_values: empty.clone(),
+                max_values: empty.clone(),
+                null_counts: Some(vec![]),
+            },
+            (0, 0),
+            0,
+        ),
     };
     let value_stats = column_stats(rows.values.columns(), true)?;
     Ok(DataFileMeta {
@@ -122,7 +169,10 @@ fn scalar_at(array: &ArrayRef, row: usize) -> Result<ScalarValue> {
 }
 
 fn is_atomic(t: &ArrowType) -> bool {
-    !matches!(t, ArrowType::List(_) | ArrowType::LargeList(_) | ArrowType::Struct(_) | ArrowType::Map(..))
+    !matches!(
+        t,
+        ArrowType::List(_) | ArrowType::LargeList(_) | ArrowType::Struct(_) | ArrowType::Map(..)
+    )
 }
 
 /// Min/max/null-count stats over whole columns; `truncate` applies Java's `truncate(16)` to
@@ -157,7 +207,11 @@ fn column_stats(columns: &[ArrayRef], truncate: bool) -> Result<SimpleStats> {
         mins.push(lo);
         maxs.push(hi);
     }
-    Ok(SimpleStats { min_values: BinaryRow::encode(&mins)?, max_values: BinaryRow::encode(&maxs)?, null_counts: Some(nulls) })
+    Ok(SimpleStats {
+        min_values: BinaryRow::encode(&mins)?,
+        max_values: BinaryRow::encode(&maxs)?,
+        null_counts: Some(nulls),
+    })
 }
 
 /// An upper bound of `s` with at most 16 characters, if one exists.

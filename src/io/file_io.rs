@@ -20,7 +20,11 @@ pub(crate) struct FileIO {
 
 impl FileIO {
     pub(crate) fn new(store: Arc<dyn ObjectStore>, root: Path, root_url: String) -> Self {
-        FileIO { store, root, root_url }
+        FileIO {
+            store,
+            root,
+            root_url,
+        }
     }
 
     /// A FileIO rooted at `relative` below this one.
@@ -48,7 +52,11 @@ impl FileIO {
 
     /// Human-readable location of a file, for error messages.
     pub(crate) fn display(&self, relative: &str) -> String {
-        format!("{}/{}", self.root_url.trim_end_matches('/'), relative.trim_start_matches('/'))
+        format!(
+            "{}/{}",
+            self.root_url.trim_end_matches('/'),
+            relative.trim_start_matches('/')
+        )
     }
 
     /// Reads a whole file. A missing file is `Error::NotFound` naming it.
@@ -68,8 +76,15 @@ impl FileIO {
 
     /// Creates a file atomically; `Ok(false)` if it already exists (the loser of a race).
     pub(crate) async fn create_new(&self, relative: &str, bytes: Vec<u8>) -> Result<bool> {
-        let opts = object_store::PutOptions { mode: object_store::PutMode::Create, ..Default::default() };
-        match self.store.put_opts(&self.path(relative), bytes.into(), opts).await {
+        let opts = object_store::PutOptions {
+            mode: object_store::PutMode::Create,
+            ..Default::default()
+        };
+        match self
+            .store
+            .put_opts(&self.path(relative), bytes.into(), opts)
+            .await
+        {
             Ok(_) => Ok(true),
             Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
             Err(e) => Err(e.into()),
@@ -98,7 +113,11 @@ impl FileIO {
         let prefix = self.path(relative_dir);
         let listing = self.store.list_with_delimiter(Some(&prefix)).await;
         match listing {
-            Ok(l) => Ok(l.objects.into_iter().filter_map(|o| o.location.filename().map(str::to_string)).collect()),
+            Ok(l) => Ok(l
+                .objects
+                .into_iter()
+                .filter_map(|o| o.location.filename().map(str::to_string))
+                .collect()),
             Err(object_store::Error::NotFound { .. }) => Ok(vec![]),
             Err(e) => Err(e.into()),
         }
@@ -108,7 +127,11 @@ impl FileIO {
     pub(crate) async fn list_dirs(&self, relative_dir: &str) -> Result<Vec<String>> {
         let prefix = self.path(relative_dir);
         match self.store.list_with_delimiter(Some(&prefix)).await {
-            Ok(l) => Ok(l.common_prefixes.into_iter().filter_map(|p| p.filename().map(str::to_string)).collect()),
+            Ok(l) => Ok(l
+                .common_prefixes
+                .into_iter()
+                .filter_map(|p| p.filename().map(str::to_string))
+                .collect()),
             Err(object_store::Error::NotFound { .. }) => Ok(vec![]),
             Err(e) => Err(e.into()),
         }

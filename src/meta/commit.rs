@@ -10,9 +10,15 @@ use datafusion::common::ScalarValue;
 use super::TableMeta;
 use crate::error::{Error, Result};
 use crate::spec::manifest_write::{MANIFEST_LIST_SCHEMA, MANIFEST_SCHEMA};
-use crate::spec::{paths, BinaryRow, DataType, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats, Snapshot};
+use crate::spec::{
+    paths, BinaryRow, DataType, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats, Snapshot,
+};
 
-fn avro_bytes(schema: &Schema, records: impl IntoIterator<Item = apache_avro::types::Value>, path: &str) -> Result<Vec<u8>> {
+fn avro_bytes(
+    schema: &Schema,
+    records: impl IntoIterator<Item = apache_avro::types::Value>,
+    path: &str,
+) -> Result<Vec<u8>> {
     let codec = Codec::Zstandard(Default::default());
     let mut writer = Writer::with_codec(schema, Vec::new(), codec);
     for r in records {
@@ -22,17 +28,25 @@ fn avro_bytes(schema: &Schema, records: impl IntoIterator<Item = apache_avro::ty
 }
 
 /// Min and max of one partition column over the entries, and its null count.
-fn column_bounds(values: impl Iterator<Item = ScalarValue>) -> (Option<ScalarValue>, Option<ScalarValue>, i64) {
+fn column_bounds(
+    values: impl Iterator<Item = ScalarValue>,
+) -> (Option<ScalarValue>, Option<ScalarValue>, i64) {
     let (mut min, mut max, mut nulls): (Option<ScalarValue>, Option<ScalarValue>, i64) = (None, None, 0);
     for v in values {
         if v.is_null() {
             nulls += 1;
             continue;
         }
-        if min.as_ref().is_none_or(|m| v.partial_cmp(m) == Some(Ordering::Less)) {
+        if min
+            .as_ref()
+            .is_none_or(|m| v.partial_cmp(m) == Some(Ordering::Less))
+        {
             min = Some(v.clone());
         }
-        if max.as_ref().is_none_or(|m| v.partial_cmp(m) == Some(Ordering::Greater)) {
+        if max
+            .as_ref()
+            .is_none_or(|m| v.partial_cmp(m) == Some(Ordering::Greater))
+        {
             max = Some(v);
         }
     }
@@ -41,14 +55,26 @@ fn column_bounds(values: impl Iterator<Item = ScalarValue>) -> (Option<ScalarVal
 
 impl TableMeta {
     /// Writes one manifest file with `entries` and returns its manifest-list record.
-    pub(crate) async fn write_manifest(&self, entries: &[ManifestEntry], schema_id: i64, partition_types: &[DataType]) -> Result<ManifestFileMeta> {
+    pub(crate) async fn write_manifest(
+        &self,
+        entries: &[ManifestEntry],
+        schema_id: i64,
+        partition_types: &[DataType],
+    ) -> Result<ManifestFileMeta> {
         let name = format!("manifest-{}-0", uuid::Uuid::new_v4());
         let file = paths::manifest_file(&name);
-        let bytes = avro_bytes(&MANIFEST_SCHEMA, entries.iter().map(ManifestEntry::to_avro), &file)?;
+        let bytes = avro_bytes(
+            &MANIFEST_SCHEMA,
+            entries.iter().map(ManifestEntry::to_avro),
+            &file,
+        )?;
         let size = bytes.len() as i64;
         self.io.write(&file, bytes).await?;
 
-        let partitions = entries.iter().map(|e| BinaryRow::decode(&e.partition, partition_types)).collect::<Result<Vec<_>>>()?;
+        let partitions = entries
+            .iter()
+            .map(|e| BinaryRow::decode(&e.partition, partition_types))
+            .collect::<Result<Vec<_>>>()?;
         let mut mins = Vec::new();
         let mut maxs = Vec::new();
         let mut nulls = Vec::new();
@@ -59,9 +85,8 @@ impl TableMeta {
             maxs.push(max.unwrap_or(typed_null));
             nulls.push(Some(n));
         }
-        let range = |f: &dyn Fn(&ManifestEntry) -> i32| {
-            (entries.iter().map(f).min(), entries.iter().map(f).max())
-        };
+        let range =
+            |f: &dyn Fn(&ManifestEntry) -> i32| (entries.iter().map(f).min(), entries.iter().map(f).max());
         let (min_bucket, max_bucket) = range(&|e| e.bucket);
         let (min_level, max_level) = range(&|e| e.file.level);
         Ok(ManifestFileMeta {
@@ -88,7 +113,11 @@ impl TableMeta {
     pub(crate) async fn write_manifest_list(&self, metas: &[ManifestFileMeta]) -> Result<(String, i64)> {
         let name = format!("manifest-list-{}-0", uuid::Uuid::new_v4());
         let file = paths::manifest_file(&name);
-        let bytes = avro_bytes(&MANIFEST_LIST_SCHEMA, metas.iter().map(ManifestFileMeta::to_avro), &file)?;
+        let bytes = avro_bytes(
+            &MANIFEST_LIST_SCHEMA,
+            metas.iter().map(ManifestFileMeta::to_avro),
+            &file,
+        )?;
         let size = bytes.len() as i64;
         self.io.write(&file, bytes).await?;
         Ok((name, size))
@@ -100,16 +129,23 @@ impl TableMeta {
     pub(crate) async fn publish_snapshot(&self, snapshot: &Snapshot) -> Result<()> {
         let file = paths::snapshot_file(snapshot.id);
         if !self.io.create_new(&file, snapshot.to_json().into_bytes()).await? {
-            return Err(Error::CommitConflict { snapshot_id: snapshot.id });
+            return Err(Error::CommitConflict {
+                snapshot_id: snapshot.id,
+            });
         }
         // The hint is best effort: readers verify it (format.md §3.5).
-        let _ = self.io.write("snapshot/LATEST", snapshot.id.to_string().into_bytes()).await;
+        let _ = self
+            .io
+            .write("snapshot/LATEST", snapshot.id.to_string().into_bytes())
+            .await;
         Ok(())
     }
 
     /// Writes a schema file if it does not exist yet (table creation).
     pub(crate) async fn create_schema_file(&self, id: i64, json: String) -> Result<bool> {
-        self.io.create_new(&paths::schema_file(id), json.into_bytes()).await
+        self.io
+            .create_new(&paths::schema_file(id), json.into_bytes())
+            .await
     }
 }
 
@@ -164,7 +200,9 @@ impl TableMeta {
                 other => return other.map(Some),
             }
         }
-        Err(Error::CommitConflict { snapshot_id: last_conflict })
+        Err(Error::CommitConflict {
+            snapshot_id: last_conflict,
+        })
     }
 
     async fn try_commit(&self, req: &CommitRequest) -> Result<Snapshot> {
@@ -180,20 +218,27 @@ impl TableMeta {
                         OverwriteScope::Partitions(specs) => {
                             let values = BinaryRow::decode(&e.partition, &req.partition_types)?.values;
                             specs.iter().any(|spec| {
-                                spec.iter().zip(&values).all(|(want, have)| want.as_ref().is_none_or(|w| w == have))
+                                spec.iter()
+                                    .zip(&values)
+                                    .all(|(want, have)| want.as_ref().is_none_or(|w| w == have))
                             })
                         }
                         OverwriteScope::None => false,
                     };
                     if hit {
-                        delta.push(ManifestEntry { kind: FileKind::Delete, ..e.clone() });
+                        delta.push(ManifestEntry {
+                            kind: FileKind::Delete,
+                            ..e.clone()
+                        });
                     }
                 }
             }
         }
         delta.extend(req.added.iter().cloned());
         let mut written: Vec<String> = Vec::new();
-        let result = self.write_snapshot_metadata(latest.as_ref(), &delta, schema_id, req, &mut written).await;
+        let result = self
+            .write_snapshot_metadata(latest.as_ref(), &delta, schema_id, req, &mut written)
+            .await;
         if result.is_err() {
             // Metadata of a lost or failed attempt is unreferenced: remove it (best effort).
             for name in written {
@@ -216,15 +261,29 @@ impl TableMeta {
             None => vec![],
         };
         base.retain(|m| m.num_added_files + m.num_deleted_files > 0);
-        let manifest = self.write_manifest(delta, schema_id, &req.partition_types).await?;
+        let manifest = self
+            .write_manifest(delta, schema_id, &req.partition_types)
+            .await?;
         written.push(manifest.file_name.clone());
         let (base_list, base_size) = self.write_manifest_list(&base).await?;
         written.push(base_list.clone());
         let (delta_list, delta_size) = self.write_manifest_list(std::slice::from_ref(&manifest)).await?;
         written.push(delta_list.clone());
-        let added: i64 = delta.iter().filter(|e| e.kind == FileKind::Add).map(|e| e.file.row_count).sum();
-        let deleted: i64 = delta.iter().filter(|e| e.kind == FileKind::Delete).map(|e| e.file.row_count).sum();
-        let kind = if delta.iter().any(|e| e.kind == FileKind::Delete) { "OVERWRITE" } else { "APPEND" };
+        let added: i64 = delta
+            .iter()
+            .filter(|e| e.kind == FileKind::Add)
+            .map(|e| e.file.row_count)
+            .sum();
+        let deleted: i64 = delta
+            .iter()
+            .filter(|e| e.kind == FileKind::Delete)
+            .map(|e| e.file.row_count)
+            .sum();
+        let kind = if delta.iter().any(|e| e.kind == FileKind::Delete) {
+            "OVERWRITE"
+        } else {
+            "APPEND"
+        };
         let snapshot = SnapshotBuilder {
             id: latest.map_or(1, |l| l.id + 1),
             schema_id,

@@ -30,7 +30,12 @@ impl LiveFiles {
 const MANIFEST_READ_CONCURRENCY: usize = 8;
 
 impl TableMeta {
-    async fn read_avro<T>(&self, name: &str, what: &str, decode: fn(&apache_avro::types::Value, &str) -> Result<T>) -> Result<Vec<T>> {
+    async fn read_avro<T>(
+        &self,
+        name: &str,
+        what: &str,
+        decode: fn(&apache_avro::types::Value, &str) -> Result<T>,
+    ) -> Result<Vec<T>> {
         let file = paths::manifest_file(name);
         let shown = self.io.display(&file);
         let bytes = self.io.read(&file, what).await?;
@@ -42,7 +47,8 @@ impl TableMeta {
 
     /// The records of a manifest list.
     pub(crate) async fn manifest_list(&self, name: &str) -> Result<Vec<ManifestFileMeta>> {
-        self.read_avro(name, "manifest list", ManifestFileMeta::from_avro).await
+        self.read_avro(name, "manifest list", ManifestFileMeta::from_avro)
+            .await
     }
 
     /// The entries of a manifest file.
@@ -52,7 +58,8 @@ impl TableMeta {
 
     /// The entries of an index manifest.
     pub(crate) async fn index_manifest(&self, name: &str) -> Result<Vec<IndexManifestEntry>> {
-        self.read_avro(name, "index manifest", IndexManifestEntry::from_avro).await
+        self.read_avro(name, "index manifest", IndexManifestEntry::from_avro)
+            .await
     }
 
     /// Manifests of a snapshot's data files: base list then delta list.
@@ -79,7 +86,12 @@ impl TableMeta {
         snapshot: &Snapshot,
         keep: impl Fn(&ManifestFileMeta) -> bool,
     ) -> Result<LiveFiles> {
-        let metas: Vec<ManifestFileMeta> = self.data_manifests(snapshot).await?.into_iter().filter(keep).collect();
+        let metas: Vec<ManifestFileMeta> = self
+            .data_manifests(snapshot)
+            .await?
+            .into_iter()
+            .filter(keep)
+            .collect();
         let manifests = self.read_manifests(&metas).await?;
         let shown = self.io.display(&paths::snapshot_file(snapshot.id));
         fold_entries(manifests.into_iter().flatten(), &shown)
@@ -121,7 +133,10 @@ fn fold_entries(entries: impl Iterator<Item = ManifestEntry>, snapshot_path: &st
     let mut out = LiveFiles::default();
     for id in order {
         if let Some(e) = live.remove(&id) {
-            out.groups.entry((e.partition.clone(), e.bucket)).or_default().push(e);
+            out.groups
+                .entry((e.partition.clone(), e.bucket))
+                .or_default()
+                .push(e);
         }
     }
     Ok(out)

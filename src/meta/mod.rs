@@ -27,7 +27,10 @@ pub(crate) struct TableMeta {
 
 impl TableMeta {
     pub(crate) fn new(io: FileIO) -> Self {
-        TableMeta { io, schemas: DashMap::new() }
+        TableMeta {
+            io,
+            schemas: DashMap::new(),
+        }
     }
 
     pub(crate) fn io(&self) -> &FileIO {

@@ -35,7 +35,9 @@ impl TableMeta {
     /// The highest-numbered schema.
     pub(crate) async fn latest_schema(&self) -> Result<Arc<TableSchema>> {
         let ids = self.schema_ids().await?;
-        let id = ids.last().ok_or_else(|| Error::not_found("schema", self.io.display("schema")))?;
+        let id = ids
+            .last()
+            .ok_or_else(|| Error::not_found("schema", self.io.display("schema")))?;
         self.schema(*id).await
     }
 }

@@ -70,7 +70,10 @@ impl TableMeta {
         let file = paths::tag_file(name);
         let bytes = match self.io.read(&file, "tag").await {
             Err(Error::NotFound { .. }) => {
-                return Err(Error::not_found("tag", format!("'{name}' ({})", self.io.display(&file))))
+                return Err(Error::not_found(
+                    "tag",
+                    format!("'{name}' ({})", self.io.display(&file)),
+                ))
             }
             other => other?,
         };

@@ -97,9 +97,21 @@ impl PaimonScanExec {
 
     fn split_summary(&self) -> String {
         let mut all: Vec<&Split> = self.partitions.iter().flatten().collect();
-        all.sort_by(|a, b| a.partition_path.cmp(&b.partition_path).then(a.bucket.cmp(&b.bucket)));
+        all.sort_by(|a, b| {
+            a.partition_path
+                .cmp(&b.partition_path)
+                .then(a.bucket.cmp(&b.bucket))
+        });
         all.iter()
-            .map(|s| format!("{}bucket-{}: files={} runs={}", s.partition_path, s.bucket, s.file_count(), s.run_count()))
+            .map(|s| {
+                format!(
+                    "{}bucket-{}: files={} runs={}",
+                    s.partition_path,
+                    s.bucket,
+                    s.file_count(),
+                    s.run_count()
+                )
+            })
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -111,7 +123,10 @@ fn distribute(mut splits: Vec<Split>, n: usize) -> Vec<Vec<Split>> {
     let mut parts: Vec<(i64, Vec<Split>)> = (0..count).map(|_| (0, Vec::new())).collect();
     splits.sort_by_key(|s| std::cmp::Reverse(s.row_count()));
     for s in splits {
-        let target = parts.iter_mut().min_by_key(|(load, _)| *load).expect("at least one partition");
+        let target = parts
+            .iter_mut()
+            .min_by_key(|(load, _)| *load)
+            .expect("at least one partition");
         target.0 += s.row_count();
         target.1.push(s);
     }
@@ -120,8 +135,17 @@ fn distribute(mut splits: Vec<Split>, n: usize) -> Vec<Vec<Split>> {
 
 impl DisplayAs for PaimonScanExec {
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        let projection: Vec<&str> = self.ctx.output_schema.fields().iter().map(|f| f.name().as_str()).collect();
-        let snapshot = self.snapshot_id.map(|s| s.to_string()).unwrap_or_else(|| "none".into());
+        let projection: Vec<&str> = self
+            .ctx
+            .output_schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
+        let snapshot = self
+            .snapshot_id
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| "none".into());
         match t {
             DisplayFormatType::Default | DisplayFormatType::Verbose => {
                 write!(
@@ -144,7 +168,11 @@ impl DisplayAs for PaimonScanExec {
             DisplayFormatType::TreeRender => {
                 writeln!(f, "table={}", self.table_name)?;
                 writeln!(f, "snapshot={snapshot}")?;
-                write!(f, "splits={}", self.partitions.iter().map(Vec::len).sum::<usize>())
+                write!(
+                    f,
+                    "splits={}",
+                    self.partitions.iter().map(Vec::len).sum::<usize>()
+                )
             }
         }
     }
@@ -179,17 +207,29 @@ impl ExecutionPlan for PaimonScanExec {
     }
 
     #[allow(deprecated)]
-    fn with_new_children(self: Arc<Self>, _children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
         Ok(self)
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let Some(splits) = self.partitions.get(partition) else {
-            return internal_err!("PaimonScanExec has no partition {partition} (it has {})", self.partitions.len());
+            return internal_err!(
+                "PaimonScanExec has no partition {partition} (it has {})",
+                self.partitions.len()
+            );
         };
         let batch_size = context.session_config().batch_size();
         let metrics = MergeMetrics::new(&self.metrics, partition);
-        Ok(partition_stream(Arc::clone(&self.ctx), splits.clone(), batch_size, metrics, self.limit))
+        Ok(partition_stream(
+            Arc::clone(&self.ctx),
+            splits.clone(),
+            batch_size,
+            metrics,
+            self.limit,
+        ))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

@@ -14,7 +14,10 @@ use datafusion::common::{exec_datafusion_err, Result};
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::ObjectStore;
-#[allow(deprecated, reason = "ParquetObjectReader still serves object_store 0.13; revisit with arrow-rs #10308")]
+#[allow(
+    deprecated,
+    reason = "ParquetObjectReader still serves object_store 0.13; revisit with arrow-rs #10308"
+)]
 use parquet::arrow::async_reader::ParquetObjectReader;
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::arrow::ProjectionMask;
@@ -44,7 +47,11 @@ impl ReadLayout {
             arrow_fields.push(Field::new(SEQUENCE_NUMBER, ArrowType::Int64, false));
             arrow_fields.push(Field::new(VALUE_KIND, ArrowType::Int8, false));
         }
-        ReadLayout { fields, with_system_columns, schema: Arc::new(Schema::new(arrow_fields)) }
+        ReadLayout {
+            fields,
+            with_system_columns,
+            schema: Arc::new(Schema::new(arrow_fields)),
+        }
     }
 
     /// Index of the `_SEQUENCE_NUMBER` column.
@@ -94,7 +101,10 @@ pub(crate) async fn read_file(
         .map(|f| {
             let target = f.data_type.to_arrow();
             match by_id.get(&f.id) {
-                Some(old) if file_arrow.index_of(&old.name).is_ok() => ColumnSource::File { name: old.name.clone(), target },
+                Some(old) if file_arrow.index_of(&old.name).is_ok() => ColumnSource::File {
+                    name: old.name.clone(),
+                    target,
+                },
                 _ => ColumnSource::Missing(target),
             }
         })
@@ -109,12 +119,17 @@ pub(crate) async fn read_file(
     if layout.with_system_columns {
         for sys in [SEQUENCE_NUMBER, VALUE_KIND] {
             if file_arrow.index_of(sys).is_err() {
-                return Err(exec_datafusion_err!("Data file {shown} has no {sys} column; it is not a primary-key data file"));
+                return Err(exec_datafusion_err!(
+                    "Data file {shown} has no {sys} column; it is not a primary-key data file"
+                ));
             }
             wanted.push(sys.to_string());
         }
     }
-    let indices: Vec<usize> = wanted.iter().filter_map(|n| file_arrow.index_of(n).ok()).collect();
+    let indices: Vec<usize> = wanted
+        .iter()
+        .filter_map(|n| file_arrow.index_of(n).ok())
+        .collect();
     let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
     let stream = builder
         .with_projection(mask)
@@ -145,17 +160,30 @@ fn adapt_batch(batch: &RecordBatch, sources: &[ColumnSource], layout: &ReadLayou
         });
     }
     if layout.with_system_columns {
-        columns.push(cast_column(batch.column(schema.index_of(SEQUENCE_NUMBER)?), &ArrowType::Int64)?);
-        columns.push(cast_column(batch.column(schema.index_of(VALUE_KIND)?), &ArrowType::Int8)?);
+        columns.push(cast_column(
+            batch.column(schema.index_of(SEQUENCE_NUMBER)?),
+            &ArrowType::Int64,
+        )?);
+        columns.push(cast_column(
+            batch.column(schema.index_of(VALUE_KIND)?),
+            &ArrowType::Int8,
+        )?);
     }
     let options = RecordBatchOptions::new().with_row_count(Some(rows));
-    Ok(RecordBatch::try_new_with_options(Arc::clone(&layout.schema), columns, &options)?)
+    Ok(RecordBatch::try_new_with_options(
+        Arc::clone(&layout.schema),
+        columns,
+        &options,
+    )?)
 }
 
 fn cast_column(array: &ArrayRef, target: &ArrowType) -> Result<ArrayRef> {
     if array.data_type() == target {
         return Ok(Arc::clone(array));
     }
-    let options = CastOptions { safe: false, ..Default::default() };
+    let options = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
     Ok(cast_with_options(array, target, &options)?)
 }

@@ -16,7 +16,9 @@ use datafusion::physical_optimizer::pruning::{PruningPredicateBuilder, PruningSt
 
 use super::split::{build_sections, Split, SplitFile};
 use crate::meta::TableMeta;
-use crate::spec::{paths, BinaryRow, DataFileMeta, ManifestEntry, MergeEngine, Snapshot, TableOptions, TableSchema};
+use crate::spec::{
+    paths, BinaryRow, DataFileMeta, ManifestEntry, MergeEngine, Snapshot, TableOptions, TableSchema,
+};
 
 /// Everything planning needs to know about the read.
 pub(crate) struct PlanRequest<'a> {
@@ -42,7 +44,9 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
     let partition_types = req.schema.partition_types();
     let is_pk = req.schema.has_primary_key();
     let pruning = match &req.predicate {
-        Some(p) => PruningPredicateBuilder::new().with_file_schema(req.schema.arrow_schema()).build(Arc::clone(p)),
+        Some(p) => PruningPredicateBuilder::new()
+            .with_file_schema(req.schema.arrow_schema())
+            .build(Arc::clone(p)),
         None => None,
     };
 
@@ -71,25 +75,46 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
             let stats = FileStats::new(req.schema, &partition, &files, &file_schemas, is_pk);
             let keep = p.prune(&stats)?;
             let before = files.len();
-            files = files.into_iter().zip(keep).filter_map(|(f, k)| k.then_some(f)).collect();
+            files = files
+                .into_iter()
+                .zip(keep)
+                .filter_map(|(f, k)| k.then_some(f))
+                .collect();
             files_pruned += before - files.len();
         }
         if files.is_empty() {
             continue;
         }
-        let partition_path = paths::partition_path(&req.schema.partition_keys, &partition, &req.options.partition_default_name);
+        let partition_path = paths::partition_path(
+            &req.schema.partition_keys,
+            &partition,
+            &req.options.partition_default_name,
+        );
         let split_files = files
             .iter()
             .map(|e| SplitFile::new(&e.file, req.schema, &file_schemas))
             .collect::<Result<Vec<_>>>()?;
-        let sections = if is_pk { build_sections(split_files) } else { split_files.into_iter().map(|f| vec![vec![f]]).collect() };
+        let sections = if is_pk {
+            build_sections(split_files)
+        } else {
+            split_files.into_iter().map(|f| vec![vec![f]]).collect()
+        };
         let dir = match &req.options.data_file_path_directory {
             Some(d) => format!("{d}/{partition_path}{}", paths::bucket_dir(*bucket)),
             None => format!("{partition_path}{}", paths::bucket_dir(*bucket)),
         };
-        splits.push(Split { partition_path, bucket: *bucket, bucket_dir: dir, sections });
+        splits.push(Split {
+            partition_path,
+            bucket: *bucket,
+            bucket_dir: dir,
+            sections,
+        });
     }
-    Ok(ScanPlan { splits, file_schemas, files_pruned })
+    Ok(ScanPlan {
+        splits,
+        file_schemas,
+        files_pruned,
+    })
 }
 
 /// Per-file statistics of one (partition, bucket) for DataFusion's `PruningPredicate`.
@@ -107,27 +132,55 @@ impl FileStats {
         file_schemas: &HashMap<i64, Arc<TableSchema>>,
         is_pk: bool,
     ) -> Self {
-        let mut columns: HashMap<String, (Vec<ScalarValue>, Vec<ScalarValue>, Vec<Option<u64>>)> = HashMap::new();
+        let mut columns: HashMap<String, (Vec<ScalarValue>, Vec<ScalarValue>, Vec<Option<u64>>)> =
+            HashMap::new();
         let row_counts: Vec<u64> = files.iter().map(|e| e.file.row_count.max(0) as u64).collect();
         for (key, value) in schema.partition_keys.iter().zip(partition) {
-            let nulls = row_counts.iter().map(|r| Some(if value.is_null() { *r } else { 0 })).collect();
-            columns.insert(key.clone(), (vec![value.clone(); files.len()], vec![value.clone(); files.len()], nulls));
+            let nulls = row_counts
+                .iter()
+                .map(|r| Some(if value.is_null() { *r } else { 0 }))
+                .collect();
+            columns.insert(
+                key.clone(),
+                (
+                    vec![value.clone(); files.len()],
+                    vec![value.clone(); files.len()],
+                    nulls,
+                ),
+            );
         }
         let stat_columns: Vec<String> = if is_pk {
-            schema.trimmed_primary_keys().iter().map(|f| f.name.clone()).collect()
+            schema
+                .trimmed_primary_keys()
+                .iter()
+                .map(|f| f.name.clone())
+                .collect()
         } else {
-            schema.fields.iter().filter(|f| !schema.partition_keys.contains(&f.name)).map(|f| f.name.clone()).collect()
+            schema
+                .fields
+                .iter()
+                .filter(|f| !schema.partition_keys.contains(&f.name))
+                .map(|f| f.name.clone())
+                .collect()
         };
         for name in stat_columns {
-            let Some(field) = schema.field(&name) else { continue };
-            let Ok(null) = ScalarValue::try_from(&field.data_type.to_arrow()) else { continue };
+            let Some(field) = schema.field(&name) else {
+                continue;
+            };
+            let Ok(null) = ScalarValue::try_from(&field.data_type.to_arrow()) else {
+                continue;
+            };
             let mut mins = Vec::with_capacity(files.len());
             let mut maxs = Vec::with_capacity(files.len());
             let mut nulls = Vec::with_capacity(files.len());
             for e in files {
-                let stat = file_schemas.get(&e.file.schema_id).and_then(|fs| column_stat(&e.file, fs, field.id, is_pk));
+                let stat = file_schemas
+                    .get(&e.file.schema_id)
+                    .and_then(|fs| column_stat(&e.file, fs, field.id, is_pk));
                 let (min, max, n) = stat
-                    .filter(|(min, max, _)| min.data_type() == null.data_type() && max.data_type() == null.data_type())
+                    .filter(|(min, max, _)| {
+                        min.data_type() == null.data_type() && max.data_type() == null.data_type()
+                    })
                     .unwrap_or((null.clone(), null.clone(), None));
                 mins.push(min);
                 maxs.push(max);
@@ -140,7 +193,12 @@ impl FileStats {
 }
 
 /// (min, max, null count) of the column with `field_id` in one file, if recorded.
-fn column_stat(file: &DataFileMeta, file_schema: &TableSchema, field_id: i32, is_pk: bool) -> Option<(ScalarValue, ScalarValue, Option<u64>)> {
+fn column_stat(
+    file: &DataFileMeta,
+    file_schema: &TableSchema,
+    field_id: i32,
+    is_pk: bool,
+) -> Option<(ScalarValue, ScalarValue, Option<u64>)> {
     let name = &file_schema.field_by_id(field_id)?.name;
     let (stats, covered): (_, Vec<&crate::spec::DataField>) = if is_pk {
         (&file.key_stats, file_schema.trimmed_primary_keys())
@@ -152,11 +210,25 @@ fn column_stat(file: &DataFileMeta, file_schema: &TableSchema, field_id: i32, is
         (&file.value_stats, covered)
     };
     let pos = covered.iter().position(|f| &f.name == name)?;
-    let types: Vec<_> = covered.iter().map(|f| crate::spec::DataType { nullable: true, ..f.data_type.clone() }).collect();
+    let types: Vec<_> = covered
+        .iter()
+        .map(|f| crate::spec::DataType {
+            nullable: true,
+            ..f.data_type.clone()
+        })
+        .collect();
     let mins = BinaryRow::decode(&stats.min_values, &types).ok()?;
     let maxs = BinaryRow::decode(&stats.max_values, &types).ok()?;
-    let nulls = stats.null_counts.as_ref().and_then(|n| n.get(pos).copied().flatten()).map(|n| n as u64);
-    Some((mins.values.get(pos)?.clone(), maxs.values.get(pos)?.clone(), nulls))
+    let nulls = stats
+        .null_counts
+        .as_ref()
+        .and_then(|n| n.get(pos).copied().flatten())
+        .map(|n| n as u64);
+    Some((
+        mins.values.get(pos)?.clone(),
+        maxs.values.get(pos)?.clone(),
+        nulls,
+    ))
 }
 
 impl PruningStatistics for FileStats {

@@ -24,10 +24,19 @@ pub(crate) struct SplitFile {
 }
 
 impl SplitFile {
-    pub(crate) fn new(file: &DataFileMeta, _read_schema: &TableSchema, schemas: &HashMap<i64, Arc<TableSchema>>) -> Result<Self> {
+    pub(crate) fn new(
+        file: &DataFileMeta,
+        _read_schema: &TableSchema,
+        schemas: &HashMap<i64, Arc<TableSchema>>,
+    ) -> Result<Self> {
         let key_types: Vec<DataType> = schemas
             .get(&file.schema_id)
-            .map(|s| s.trimmed_primary_keys().iter().map(|f| f.data_type.clone()).collect())
+            .map(|s| {
+                s.trimmed_primary_keys()
+                    .iter()
+                    .map(|f| f.data_type.clone())
+                    .collect()
+            })
             .unwrap_or_default();
         let decode = |bytes: &[u8]| -> Result<Vec<ScalarValue>> {
             if key_types.is_empty() {
@@ -70,7 +79,12 @@ impl Split {
     }
 
     pub(crate) fn row_count(&self) -> i64 {
-        self.sections.iter().flatten().flatten().map(|f| f.row_count).sum()
+        self.sections
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|f| f.row_count)
+            .sum()
     }
 }
 
@@ -117,8 +131,15 @@ fn pack_runs(files: Vec<SplitFile>) -> Vec<Vec<SplitFile>> {
         // The run whose last max key is smallest, if it ends before this file starts.
         let best = runs
             .iter_mut()
-            .filter(|r| cmp_keys(&r.last().expect("runs are non-empty").max_key, &f.min_key) == Ordering::Less)
-            .min_by(|a, b| cmp_keys(&a.last().expect("non-empty").max_key, &b.last().expect("non-empty").max_key));
+            .filter(|r| {
+                cmp_keys(&r.last().expect("runs are non-empty").max_key, &f.min_key) == Ordering::Less
+            })
+            .min_by(|a, b| {
+                cmp_keys(
+                    &a.last().expect("non-empty").max_key,
+                    &b.last().expect("non-empty").max_key,
+                )
+            });
         match best {
             Some(run) => run.push(f),
             None => runs.push(vec![f]),
@@ -144,15 +165,37 @@ mod tests {
     }
 
     fn names(sections: &[Vec<Vec<SplitFile>>]) -> Vec<Vec<Vec<String>>> {
-        sections.iter().map(|s| s.iter().map(|r| r.iter().map(|f| f.file_name.clone()).collect()).collect()).collect()
+        sections
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .map(|r| r.iter().map(|f| f.file_name.clone()).collect())
+                    .collect()
+            })
+            .collect()
     }
 
     #[test]
     fn sections_split_on_gaps_and_pack_runs() {
-        let files = vec![file("a", 1, 10), file("b", 5, 8), file("c", 11, 20), file("d", 30, 40), file("e", 9, 12)];
+        let files = vec![
+            file("a", 1, 10),
+            file("b", 5, 8),
+            file("c", 11, 20),
+            file("d", 30, 40),
+            file("e", 9, 12),
+        ];
         let s = build_sections(files);
         // a, b, e, c overlap transitively; d stands alone.
-        assert_eq!(names(&s), vec![vec![vec!["a", "c"], vec!["b", "e"]], vec![vec!["d"]]].into_iter().map(|s| s.into_iter().map(|r| r.into_iter().map(String::from).collect()).collect()).collect::<Vec<Vec<Vec<String>>>>());
+        assert_eq!(
+            names(&s),
+            vec![vec![vec!["a", "c"], vec!["b", "e"]], vec![vec!["d"]]]
+                .into_iter()
+                .map(|s| s
+                    .into_iter()
+                    .map(|r| r.into_iter().map(String::from).collect())
+                    .collect())
+                .collect::<Vec<Vec<Vec<String>>>>()
+        );
     }
 
     #[test]

@@ -60,26 +60,50 @@ pub(crate) fn partition_stream(
 }
 
 /// The files of one sorted run, opened one after another in key order.
-fn run_stream(ctx: &Arc<ScanContext>, dir: &str, files: Vec<SplitFile>, batch_size: usize) -> SendableRecordBatchStream {
+fn run_stream(
+    ctx: &Arc<ScanContext>,
+    dir: &str,
+    files: Vec<SplitFile>,
+    batch_size: usize,
+) -> SendableRecordBatchStream {
     let ctx2 = Arc::clone(ctx);
     let dir = dir.to_string();
     let stream = futures::stream::iter(files)
         .then(move |f| {
             let ctx = Arc::clone(&ctx2);
             let path = match &f.external_path {
-                Some(p) => object_store::path::Path::from(p.trim_start_matches("file://").trim_start_matches('/')),
+                Some(p) => {
+                    object_store::path::Path::from(p.trim_start_matches("file://").trim_start_matches('/'))
+                }
                 None => ctx.table_io.path(&format!("{dir}/{}", f.file_name)),
             };
             async move {
                 let schema = ctx.file_schemas.get(&f.schema_id).cloned().ok_or_else(|| {
-                    datafusion::common::exec_datafusion_err!("Schema {} of data file {} is not loaded", f.schema_id, f.file_name)
+                    datafusion::common::exec_datafusion_err!(
+                        "Schema {} of data file {} is not loaded",
+                        f.schema_id,
+                        f.file_name
+                    )
                 })?;
-                let file = FileToRead { path, size: f.file_size };
-                read_file(Arc::clone(ctx.table_io.store()), file, schema, Arc::clone(&ctx.layout), batch_size).await
+                let file = FileToRead {
+                    path,
+                    size: f.file_size,
+                };
+                read_file(
+                    Arc::clone(ctx.table_io.store()),
+                    file,
+                    schema,
+                    Arc::clone(&ctx.layout),
+                    batch_size,
+                )
+                .await
             }
         })
         .try_flatten();
-    Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&ctx.layout.schema), stream))
+    Box::pin(RecordBatchStreamAdapter::new(
+        Arc::clone(&ctx.layout.schema),
+        stream,
+    ))
 }
 
 /// One section: a single run is read as is (minus retracts); several runs are merged.
@@ -99,9 +123,16 @@ fn section_stream(
     if runs.len() == 1 {
         let files = runs.into_iter().next().expect("one run");
         let stream = run_stream(ctx, dir, files, batch_size);
-        return Ok(if ctx.keep_retracts { stream } else { drop_retracts_stream(stream, layout.kind_index()) });
+        return Ok(if ctx.keep_retracts {
+            stream
+        } else {
+            drop_retracts_stream(stream, layout.kind_index())
+        });
     }
-    let streams = runs.into_iter().map(|files| run_stream(ctx, dir, files, batch_size)).collect();
+    let streams = runs
+        .into_iter()
+        .map(|files| run_stream(ctx, dir, files, batch_size))
+        .collect();
     let options = MergeOptions {
         key_columns: ctx.key_indices.clone(),
         seq_column: layout.seq_index(),
@@ -118,7 +149,11 @@ fn shape_output(ctx: &ScanContext, batch: &RecordBatch) -> Result<RecordBatch> {
     if ctx.with_rowkind {
         let kinds: ArrayRef = if ctx.layout.with_system_columns {
             let k = batch.column(ctx.layout.kind_index()).as_primitive::<Int8Type>();
-            Arc::new(k.iter().map(|v| Some(row_kind::short_string(v.unwrap_or(0)))).collect::<StringArray>())
+            Arc::new(
+                k.iter()
+                    .map(|v| Some(row_kind::short_string(v.unwrap_or(0))))
+                    .collect::<StringArray>(),
+            )
         } else {
             Arc::new(StringArray::from(vec!["+I"; batch.num_rows()]))
         };
@@ -126,5 +161,9 @@ fn shape_output(ctx: &ScanContext, batch: &RecordBatch) -> Result<RecordBatch> {
     }
     columns.extend(ctx.output_columns.iter().map(|i| Arc::clone(batch.column(*i))));
     let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-    Ok(RecordBatch::try_new_with_options(Arc::clone(&ctx.output_schema), columns, &options)?)
+    Ok(RecordBatch::try_new_with_options(
+        Arc::clone(&ctx.output_schema),
+        columns,
+        &options,
+    )?)
 }

@@ -35,12 +35,18 @@ impl BinaryRow {
             return Ok(BinaryRow::empty());
         }
         if arity != types.len() {
-            return Err(corrupt(format!("arity {arity} does not match {} field types", types.len())));
+            return Err(corrupt(format!(
+                "arity {arity} does not match {} field types",
+                types.len()
+            )));
         }
         let row = &bytes[4..];
         let null_bytes = ((arity + 63 + 8) / 64) * 8;
         if row.len() < null_bytes + 8 * arity {
-            return Err(corrupt(format!("row of {} bytes is too short for arity {arity}", row.len())));
+            return Err(corrupt(format!(
+                "row of {} bytes is too short for arity {arity}",
+                row.len()
+            )));
         }
         let values = types
             .iter()
@@ -65,7 +71,6 @@ impl BinaryRow {
         self.values.len()
     }
 }
-
 
 impl BinaryRow {
     /// Encodes values as the manifest envelope (`int32 BE arity` + row), byte-compatible with
@@ -100,9 +105,9 @@ impl BinaryRow {
                 ScalarValue::Boolean(Some(b)) => (*b as i64).to_le_bytes(),
                 ScalarValue::Int8(Some(x)) => ((*x as u8) as i64).to_le_bytes(),
                 ScalarValue::Int16(Some(x)) => ((*x as u16) as i64).to_le_bytes(),
-                ScalarValue::Int32(Some(x)) | ScalarValue::Date32(Some(x)) | ScalarValue::Time32Millisecond(Some(x)) => {
-                    ((*x as u32) as i64).to_le_bytes()
-                }
+                ScalarValue::Int32(Some(x))
+                | ScalarValue::Date32(Some(x))
+                | ScalarValue::Time32Millisecond(Some(x)) => ((*x as u32) as i64).to_le_bytes(),
                 ScalarValue::Int64(Some(x)) => x.to_le_bytes(),
                 ScalarValue::Float32(Some(x)) => (x.to_bits() as i64).to_le_bytes(),
                 ScalarValue::Float64(Some(x)) => x.to_bits().to_le_bytes(),
@@ -128,7 +133,12 @@ impl BinaryRow {
                     var.extend_from_slice(&millis.to_le_bytes());
                     ((var_offset << 32) | nanos as u64).to_le_bytes()
                 }
-                other => return Err(Error::Unsupported(format!("BinaryRow encoding of {}", other.data_type()))),
+                other => {
+                    return Err(Error::Unsupported(format!(
+                        "BinaryRow encoding of {}",
+                        other.data_type()
+                    )))
+                }
             };
             row[slot_at..slot_at + 8].copy_from_slice(&slot);
         }
@@ -180,7 +190,8 @@ fn var_part(row: &[u8], slot: [u8; 8]) -> Result<&[u8]> {
     }
     let v = u64::from_le_bytes(slot);
     let (off, len) = ((v >> 32) as usize, (v & 0xFFFF_FFFF) as usize);
-    row.get(off..off + len).ok_or_else(|| corrupt(format!("var part {off}+{len} out of bounds")))
+    row.get(off..off + len)
+        .ok_or_else(|| corrupt(format!("var part {off}+{len} out of bounds")))
 }
 
 fn bytes_value(row: &[u8], slot: [u8; 8]) -> Result<Vec<u8>> {
@@ -227,7 +238,10 @@ fn decode_value(row: &[u8], slot: [u8; 8], t: &DataType) -> Result<ScalarValue> 
                 let m = row
                     .get(off..off + 8)
                     .ok_or_else(|| corrupt("timestamp var part out of bounds".into()))?;
-                (i64::from_le_bytes(m.try_into().expect("8")), (v & 0xFFFF_FFFF) as i64)
+                (
+                    i64::from_le_bytes(m.try_into().expect("8")),
+                    (v & 0xFFFF_FFFF) as i64,
+                )
             };
             let tz = matches!(t.kind, TypeKind::LocalZonedTimestamp(_)).then(|| "UTC".into());
             match p {
@@ -259,15 +273,27 @@ mod tests {
 
     fn hex(s: &str) -> Vec<u8> {
         let s: String = s.split_whitespace().collect();
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     #[test]
     fn decodes_spec_worked_example() {
-        let types: Vec<DataType> = ["INT", "BIGINT", "STRING", "STRING", "DECIMAL(20, 2)", "TIMESTAMP(6)", "BOOLEAN", "DOUBLE"]
-            .iter()
-            .map(|t| parse_type_string(t).unwrap())
-            .collect();
+        let types: Vec<DataType> = [
+            "INT",
+            "BIGINT",
+            "STRING",
+            "STRING",
+            "DECIMAL(20, 2)",
+            "TIMESTAMP(6)",
+            "BOOLEAN",
+            "DOUBLE",
+        ]
+        .iter()
+        .map(|t| parse_type_string(t).unwrap())
+        .collect();
         let bytes = hex(
             "00000008 0002000000000000 0500000000000000 0000000000000000 0c00000048000000
              6869000000000082 0200000058000000 88bf0d0068000000 0100000000000000 000000000000f03f
@@ -279,7 +305,10 @@ mod tests {
         assert_eq!(row.values[2], ScalarValue::Utf8(Some("hello world!".into())));
         assert_eq!(row.values[3], ScalarValue::Utf8(Some("hi".into())));
         assert_eq!(row.values[4], ScalarValue::Decimal128(Some(150), 20, 2));
-        assert_eq!(row.values[5], ScalarValue::TimestampMicrosecond(Some(1704164645678901), None));
+        assert_eq!(
+            row.values[5],
+            ScalarValue::TimestampMicrosecond(Some(1704164645678901), None)
+        );
         assert_eq!(row.values[6], ScalarValue::Boolean(Some(true)));
         assert_eq!(row.values[7], ScalarValue::Float64(Some(1.0)));
         // Encoding gives back the bytes pypaimon wrote.
@@ -288,8 +317,14 @@ mod tests {
 
     #[test]
     fn encodes_like_paimon() {
-        assert_eq!(BinaryRow::encode(&[ScalarValue::Int32(Some(3))]).unwrap(), hex("00000001 0000000000000000 0300000000000000"));
-        assert_eq!(BinaryRow::encode(&[ScalarValue::Utf8(Some("x".into()))]).unwrap(), hex("00000001 0000000000000000 7800000000000081"));
+        assert_eq!(
+            BinaryRow::encode(&[ScalarValue::Int32(Some(3))]).unwrap(),
+            hex("00000001 0000000000000000 0300000000000000")
+        );
+        assert_eq!(
+            BinaryRow::encode(&[ScalarValue::Utf8(Some("x".into()))]).unwrap(),
+            hex("00000001 0000000000000000 7800000000000081")
+        );
         assert_eq!(
             BinaryRow::encode(&[ScalarValue::Utf8(Some("2024-01-01".into()))]).unwrap(),
             hex("00000001 0000000000000000 0a00000010000000 323032342d30312d 3031000000000000")
@@ -303,6 +338,11 @@ mod tests {
         let null = BinaryRow::decode(&hex("00000001 0001000000000000 0000000000000000"), &t).unwrap();
         assert_eq!(null.values[0], ScalarValue::Utf8(None));
         assert!(BinaryRow::decode(&hex("00000001 0000"), &t).is_err());
-        assert_eq!(BinaryRow::decode(&hex("00000000 0000000000000000"), &t).unwrap().arity(), 0);
+        assert_eq!(
+            BinaryRow::decode(&hex("00000000 0000000000000000"), &t)
+                .unwrap()
+                .arity(),
+            0
+        );
     }
 }

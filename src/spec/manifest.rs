@@ -177,16 +177,24 @@ impl<'a> Record<'a> {
     pub(crate) fn new(v: &'a Value, path: &'a str) -> Result<Self> {
         match unwrap_union(v) {
             Value::Record(fields) => Ok(Record { fields, path }),
-            other => Err(Error::corrupt(path, format!("expected an Avro record, found {other:?}"))),
+            other => Err(Error::corrupt(
+                path,
+                format!("expected an Avro record, found {other:?}"),
+            )),
         }
     }
 
     fn get(&self, name: &str) -> Option<&'a Value> {
-        self.fields.iter().find(|(n, _)| n == name).map(|(_, v)| unwrap_union(v)).filter(|v| !matches!(v, Value::Null))
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| unwrap_union(v))
+            .filter(|v| !matches!(v, Value::Null))
     }
 
     fn required(&self, name: &str) -> Result<&'a Value> {
-        self.get(name).ok_or_else(|| Error::corrupt(self.path, format!("missing field {name}")))
+        self.get(name)
+            .ok_or_else(|| Error::corrupt(self.path, format!("missing field {name}")))
     }
 
     fn bad(&self, name: &str) -> Error {
@@ -194,13 +202,16 @@ impl<'a> Record<'a> {
     }
 
     pub(crate) fn long(&self, name: &str) -> Result<i64> {
-        self.opt_long(name)?.ok_or_else(|| Error::corrupt(self.path, format!("missing field {name}")))
+        self.opt_long(name)?
+            .ok_or_else(|| Error::corrupt(self.path, format!("missing field {name}")))
     }
 
     pub(crate) fn opt_long(&self, name: &str) -> Result<Option<i64>> {
         match self.get(name) {
             None => Ok(None),
-            Some(Value::Long(v)) | Some(Value::TimestampMillis(v)) | Some(Value::TimestampMicros(v)) => Ok(Some(*v)),
+            Some(Value::Long(v)) | Some(Value::TimestampMillis(v)) | Some(Value::TimestampMicros(v)) => {
+                Ok(Some(*v))
+            }
             Some(Value::LocalTimestampMillis(v)) | Some(Value::LocalTimestampMicros(v)) => Ok(Some(*v)),
             Some(Value::Int(v)) => Ok(Some(*v as i64)),
             Some(_) => Err(self.bad(name)),
@@ -216,7 +227,8 @@ impl<'a> Record<'a> {
     }
 
     pub(crate) fn string(&self, name: &str) -> Result<String> {
-        self.opt_string(name)?.ok_or_else(|| Error::corrupt(self.path, format!("missing field {name}")))
+        self.opt_string(name)?
+            .ok_or_else(|| Error::corrupt(self.path, format!("missing field {name}")))
     }
 
     pub(crate) fn opt_string(&self, name: &str) -> Result<Option<String>> {
@@ -265,7 +277,9 @@ impl<'a> Record<'a> {
     }
 
     fn stats(&self, name: &str) -> Result<SimpleStats> {
-        let Some(v) = self.get(name) else { return Ok(SimpleStats::default()) };
+        let Some(v) = self.get(name) else {
+            return Ok(SimpleStats::default());
+        };
         let r = Record::new(v, self.path)?;
         let null_counts = r
             .opt_array("_NULL_COUNTS")?
@@ -280,7 +294,11 @@ impl<'a> Record<'a> {
                     .collect::<Result<Vec<_>>>()
             })
             .transpose()?;
-        Ok(SimpleStats { min_values: r.bytes("_MIN_VALUES")?, max_values: r.bytes("_MAX_VALUES")?, null_counts })
+        Ok(SimpleStats {
+            min_values: r.bytes("_MIN_VALUES")?,
+            max_values: r.bytes("_MAX_VALUES")?,
+            null_counts,
+        })
     }
 }
 
@@ -301,7 +319,10 @@ fn file_kind(v: i32, path: &str) -> Result<FileKind> {
 
 fn check_version(r: &Record<'_>, expected: i64, path: &str) -> Result<()> {
     match r.opt_long("_VERSION")? {
-        Some(v) if v != expected => Err(Error::corrupt(path, format!("unsupported _VERSION {v}, expected {expected}"))),
+        Some(v) if v != expected => Err(Error::corrupt(
+            path,
+            format!("unsupported _VERSION {v}, expected {expected}"),
+        )),
         _ => Ok(()),
     }
 }

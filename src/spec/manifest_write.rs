@@ -131,11 +131,20 @@ impl DataFileMeta {
             ("_SCHEMA_ID", Value::Long(self.schema_id)),
             ("_LEVEL", Value::Int(self.level)),
             ("_EXTRA_FILES", strings(&self.extra_files)),
-            ("_CREATION_TIME", union(self.creation_time, Value::TimestampMillis)),
+            (
+                "_CREATION_TIME",
+                union(self.creation_time, Value::TimestampMillis),
+            ),
             ("_DELETE_ROW_COUNT", union(self.delete_row_count, Value::Long)),
-            ("_EMBEDDED_FILE_INDEX", union(self.embedded_index.clone(), Value::Bytes)),
+            (
+                "_EMBEDDED_FILE_INDEX",
+                union(self.embedded_index.clone(), Value::Bytes),
+            ),
             ("_FILE_SOURCE", union(self.file_source, Value::Int)),
-            ("_VALUE_STATS_COLS", union(self.value_stats_cols.as_deref(), strings)),
+            (
+                "_VALUE_STATS_COLS",
+                union(self.value_stats_cols.as_deref(), strings),
+            ),
             ("_EXTERNAL_PATH", union(self.external_path.clone(), Value::String)),
             ("_FIRST_ROW_ID", union(self.first_row_id, Value::Long)),
             ("_WRITE_COLS", union(self.write_cols.as_deref(), strings)),

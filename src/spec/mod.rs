@@ -22,7 +22,9 @@ pub mod snapshot;
 pub mod types;
 
 pub use binary_row::BinaryRow;
-pub use manifest::{DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats};
+pub use manifest::{
+    DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats,
+};
 pub use options::{MergeEngine, TableOptions};
 pub use schema::TableSchema;
 pub use snapshot::{Snapshot, Tag};

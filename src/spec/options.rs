@@ -87,7 +87,9 @@ impl TableOptions {
         };
         let bucket = match get(BUCKET) {
             None => -1,
-            Some(v) => v.parse::<i32>().map_err(|_| invalid(BUCKET, &v, "expected an integer"))?,
+            Some(v) => v
+                .parse::<i32>()
+                .map_err(|_| invalid(BUCKET, &v, "expected an integer"))?,
         };
         let merge_engine = match get(MERGE_ENGINE).as_deref() {
             None | Some("deduplicate") => MergeEngine::Deduplicate,
@@ -95,7 +97,11 @@ impl TableOptions {
             Some("aggregation") => MergeEngine::Aggregation,
             Some("first-row") => MergeEngine::FirstRow,
             Some(other) => {
-                return Err(invalid(MERGE_ENGINE, other, "expected deduplicate, partial-update, aggregation or first-row"))
+                return Err(invalid(
+                    MERGE_ENGINE,
+                    other,
+                    "expected deduplicate, partial-update, aggregation or first-row",
+                ))
             }
         };
         let bool_opt = |k: &str| -> Result<bool> {
@@ -109,12 +115,18 @@ impl TableOptions {
             bucket,
             merge_engine,
             changelog_producer: get(CHANGELOG_PRODUCER).unwrap_or_else(|| "none".into()),
-            partition_default_name: get(PARTITION_DEFAULT_NAME).unwrap_or_else(|| DEFAULT_PARTITION_NAME.into()),
+            partition_default_name: get(PARTITION_DEFAULT_NAME)
+                .unwrap_or_else(|| DEFAULT_PARTITION_NAME.into()),
             file_format: get(FILE_FORMAT).unwrap_or_else(|| "parquet".into()),
             deletion_vectors: bool_opt(DELETION_VECTORS_ENABLED)?,
             data_file_path_directory: get(DATA_FILE_PATH_DIRECTORY).filter(|s| !s.is_empty()),
             sequence_fields: get(SEQUENCE_FIELD)
-                .map(|s| s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect())
+                .map(|s| {
+                    s.split(',')
+                        .map(|x| x.trim().to_string())
+                        .filter(|x| !x.is_empty())
+                        .collect()
+                })
                 .unwrap_or_default(),
         })
     }

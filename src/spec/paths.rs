@@ -92,7 +92,13 @@ fn java_local_date_time(v: &ScalarValue) -> String {
     let secs = t.format("%S").to_string();
     let frac = t.and_utc().timestamp_subsec_nanos();
     if frac != 0 {
-        let digits = if frac % 1_000_000 == 0 { 3 } else if frac % 1000 == 0 { 6 } else { 9 };
+        let digits = if frac % 1_000_000 == 0 {
+            3
+        } else if frac % 1000 == 0 {
+            6
+        } else {
+            9
+        };
         let f = format!("{frac:09}");
         format!("{base}:{secs}.{}", &f[..digits])
     } else if secs != "00" {
@@ -123,8 +129,14 @@ mod tests {
     #[test]
     fn builds_partition_paths() {
         let keys = vec!["dt".to_string(), "hr".to_string()];
-        let vals = vec![ScalarValue::Utf8(Some("2024-01-01".into())), ScalarValue::Int32(Some(1))];
-        assert_eq!(partition_path(&keys, &vals, "__DEFAULT_PARTITION__"), "dt=2024-01-01/hr=1/");
+        let vals = vec![
+            ScalarValue::Utf8(Some("2024-01-01".into())),
+            ScalarValue::Int32(Some(1)),
+        ];
+        assert_eq!(
+            partition_path(&keys, &vals, "__DEFAULT_PARTITION__"),
+            "dt=2024-01-01/hr=1/"
+        );
         let vals = vec![ScalarValue::Utf8(None), ScalarValue::Int32(None)];
         assert_eq!(
             partition_path(&keys, &vals, "__DEFAULT_PARTITION__"),

@@ -67,7 +67,9 @@ impl TableSchema {
             options.entry("bucket".into()).or_insert_with(|| "1".into());
         }
         if version <= 2 {
-            options.entry("file.format".into()).or_insert_with(|| "orc".into());
+            options
+                .entry("file.format".into())
+                .or_insert_with(|| "orc".into());
         }
         Ok(TableSchema {
             version,
@@ -86,7 +88,8 @@ impl TableSchema {
     /// there is none).
     pub fn to_json(&self) -> String {
         let fields: Vec<String> = self.fields.iter().map(DataField::to_json_text).collect();
-        let strings = |v: &[String]| format!("[{}]", v.iter().map(|s| quote(s)).collect::<Vec<_>>().join(","));
+        let strings =
+            |v: &[String]| format!("[{}]", v.iter().map(|s| quote(s)).collect::<Vec<_>>().join(","));
         let options: Vec<(&str, String)> = self.options.iter().map(|(k, v)| (k.as_str(), quote(v))).collect();
         let mut pairs = vec![
             ("version", "3".to_string()),
@@ -159,8 +162,17 @@ mod tests {
             "options":{"bucket":"2"},"comment":null,"timeMillis":1795982211020}"#;
         let s = TableSchema::from_json(json, "schema-0").unwrap();
         assert_eq!(s.comment, None);
-        assert_eq!(s.trimmed_primary_keys().iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), ["k"]);
+        assert_eq!(
+            s.trimmed_primary_keys()
+                .iter()
+                .map(|f| f.name.as_str())
+                .collect::<Vec<_>>(),
+            ["k"]
+        );
         assert_eq!(s.options["bucket"], "2");
-        assert!(TableSchema::from_json(b"{", "schema-9").unwrap_err().to_string().contains("schema-9"));
+        assert!(TableSchema::from_json(b"{", "schema-9")
+            .unwrap_err()
+            .to_string()
+            .contains("schema-9"));
     }
 }

@@ -69,7 +69,10 @@ impl Snapshot {
     pub fn from_json(bytes: &[u8], path: &str) -> Result<Self> {
         let s: Snapshot = serde_json::from_slice(bytes).map_err(|e| Error::corrupt(path, e))?;
         // Old Flink jobs wrote Long.MIN_VALUE for "no watermark".
-        Ok(Snapshot { watermark: s.watermark.filter(|w| *w != i64::MIN), ..s })
+        Ok(Snapshot {
+            watermark: s.watermark.filter(|w| *w != i64::MIN),
+            ..s
+        })
     }
 }
 
@@ -101,6 +104,11 @@ impl Tag {
             serde_json::Value::String(s) => s.clone(),
             other => other.to_string(),
         });
-        Ok(Tag { name: name.to_string(), snapshot, create_time_millis, time_retained })
+        Ok(Tag {
+            name: name.to_string(),
+            snapshot,
+            create_time_millis,
+            time_retained,
+        })
     }
 }

@@ -67,14 +67,19 @@ impl DataType {
                 let head = o.get("type").and_then(Value::as_str).ok_or_else(|| bad_type(v))?;
                 let (name, nullable) = strip_not_null(head);
                 let child = |key: &str| -> Result<Box<DataType>> {
-                    Ok(Box::new(DataType::from_json(o.get(key).ok_or_else(|| bad_type(v))?)?))
+                    Ok(Box::new(DataType::from_json(
+                        o.get(key).ok_or_else(|| bad_type(v))?,
+                    )?))
                 };
                 let kind = match name.to_ascii_uppercase().as_str() {
                     "ARRAY" | "VECTOR" => TypeKind::Array(child("element")?),
                     "MULTISET" => TypeKind::Multiset(child("element")?),
                     "MAP" => TypeKind::Map(child("key")?, child("value")?),
                     "ROW" => {
-                        let fields = o.get("fields").and_then(Value::as_array).ok_or_else(|| bad_type(v))?;
+                        let fields = o
+                            .get("fields")
+                            .and_then(Value::as_array)
+                            .ok_or_else(|| bad_type(v))?;
                         TypeKind::Row(fields.iter().map(DataField::from_json).collect::<Result<_>>()?)
                     }
                     _ => return Err(bad_type(v)),
@@ -92,7 +97,9 @@ impl DataType {
         match &self.kind {
             TypeKind::Array(e) => serde_json::json!({"type": nested("ARRAY"), "element": e.to_json()}),
             TypeKind::Multiset(e) => serde_json::json!({"type": nested("MULTISET"), "element": e.to_json()}),
-            TypeKind::Map(k, v) => serde_json::json!({"type": nested("MAP"), "key": k.to_json(), "value": v.to_json()}),
+            TypeKind::Map(k, v) => {
+                serde_json::json!({"type": nested("MAP"), "key": k.to_json(), "value": v.to_json()})
+            }
             TypeKind::Row(fields) => serde_json::json!({
                 "type": nested("ROW"),
                 "fields": fields.iter().map(DataField::to_json).collect::<Vec<_>>()
@@ -107,11 +114,20 @@ impl DataType {
         let head = |name: &str| quote(&format!("{name}{suffix}"));
         match &self.kind {
             TypeKind::Array(e) => json_object(&[("type", head("ARRAY")), ("element", e.to_json_text())]),
-            TypeKind::Multiset(e) => json_object(&[("type", head("MULTISET")), ("element", e.to_json_text())]),
-            TypeKind::Map(k, v) => json_object(&[("type", head("MAP")), ("key", k.to_json_text()), ("value", v.to_json_text())]),
+            TypeKind::Multiset(e) => {
+                json_object(&[("type", head("MULTISET")), ("element", e.to_json_text())])
+            }
+            TypeKind::Map(k, v) => json_object(&[
+                ("type", head("MAP")),
+                ("key", k.to_json_text()),
+                ("value", v.to_json_text()),
+            ]),
             TypeKind::Row(fields) => {
                 let items: Vec<String> = fields.iter().map(DataField::to_json_text).collect();
-                json_object(&[("type", head("ROW")), ("fields", format!("[{}]", items.join(",")))])
+                json_object(&[
+                    ("type", head("ROW")),
+                    ("fields", format!("[{}]", items.join(","))),
+                ])
             }
             _ => quote(&self.to_string()),
         }
@@ -135,7 +151,13 @@ impl DataType {
             TypeKind::Timestamp(p) => ArrowType::Timestamp(time_unit(*p), None),
             TypeKind::LocalZonedTimestamp(p) => ArrowType::Timestamp(time_unit(*p), Some("UTC".into())),
             TypeKind::Array(e) => ArrowType::List(Arc::new(Field::new("item", e.to_arrow(), e.nullable))),
-            TypeKind::Multiset(e) => map_type(e, &DataType { kind: TypeKind::Int, nullable: false }),
+            TypeKind::Multiset(e) => map_type(
+                e,
+                &DataType {
+                    kind: TypeKind::Int,
+                    nullable: false,
+                },
+            ),
             TypeKind::Map(k, v) => map_type(k, v),
             TypeKind::Row(fields) => ArrowType::Struct(row_fields(fields)),
         }
@@ -145,7 +167,11 @@ impl DataType {
     pub fn is_atomic(&self) -> bool {
         !matches!(
             self.kind,
-            TypeKind::Array(_) | TypeKind::Multiset(_) | TypeKind::Map(..) | TypeKind::Row(_) | TypeKind::Variant
+            TypeKind::Array(_)
+                | TypeKind::Multiset(_)
+                | TypeKind::Map(..)
+                | TypeKind::Row(_)
+                | TypeKind::Variant
         )
     }
 }
@@ -164,7 +190,10 @@ fn map_type(k: &DataType, v: &DataType) -> ArrowType {
         Field::new("key", k.to_arrow(), false),
         Field::new("value", v.to_arrow(), v.nullable),
     ]);
-    ArrowType::Map(Arc::new(Field::new("entries", ArrowType::Struct(entries), false)), false)
+    ArrowType::Map(
+        Arc::new(Field::new("entries", ArrowType::Struct(entries), false)),
+        false,
+    )
 }
 
 /// Arrow fields of a ROW type (or of a whole table).
@@ -177,10 +206,19 @@ impl DataField {
     pub fn from_json(v: &Value) -> Result<Self> {
         let o = v.as_object().ok_or_else(|| bad_type(v))?;
         let id = o.get("id").and_then(Value::as_i64).ok_or_else(|| bad_type(v))? as i32;
-        let name = o.get("name").and_then(Value::as_str).ok_or_else(|| bad_type(v))?.to_string();
+        let name = o
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad_type(v))?
+            .to_string();
         let data_type = DataType::from_json(o.get("type").ok_or_else(|| bad_type(v))?)?;
         let description = o.get("description").and_then(Value::as_str).map(str::to_string);
-        Ok(DataField { id, name, data_type, description })
+        Ok(DataField {
+            id,
+            name,
+            data_type,
+            description,
+        })
     }
 
     /// The JSON form Paimon writes.
@@ -197,7 +235,11 @@ impl DataField {
 
     /// The JSON text Java Paimon writes (`id`, `name`, `type`, `description`).
     pub fn to_json_text(&self) -> String {
-        let mut pairs = vec![("id", self.id.to_string()), ("name", quote(&self.name)), ("type", self.data_type.to_json_text())];
+        let mut pairs = vec![
+            ("id", self.id.to_string()),
+            ("name", quote(&self.name)),
+            ("type", self.data_type.to_json_text()),
+        ];
         if let Some(d) = &self.description {
             pairs.push(("description", quote(d)));
         }
@@ -244,14 +286,24 @@ pub fn parse_type_string(s: &str) -> Result<DataType> {
     let upper = body.to_ascii_uppercase();
     let (name, args) = match upper.find('(') {
         Some(i) => {
-            let close = upper.find(')').ok_or_else(|| bad_type(&Value::String(s.into())))?;
+            let close = upper
+                .find(')')
+                .ok_or_else(|| bad_type(&Value::String(s.into())))?;
             let args: Vec<u32> = upper[i + 1..close]
                 .split(',')
                 .map(|a| a.trim().parse::<u32>())
                 .collect::<std::result::Result<_, _>>()
                 .map_err(|_| bad_type(&Value::String(s.into())))?;
             let rest = upper[close + 1..].trim().to_string();
-            (format!("{}{}{}", upper[..i].trim(), if rest.is_empty() { "" } else { " " }, rest), args)
+            (
+                format!(
+                    "{}{}{}",
+                    upper[..i].trim(),
+                    if rest.is_empty() { "" } else { " " },
+                    rest
+                ),
+                args,
+            )
         }
         None => (upper.clone(), vec![]),
     };
@@ -270,15 +322,14 @@ pub fn parse_type_string(s: &str) -> Result<DataType> {
         "BINARY" => TypeKind::Binary(arg(0, 1)),
         "VARBINARY" => TypeKind::VarBinary(arg(0, 1)),
         "BYTES" => TypeKind::VarBinary(MAX_LEN),
-        "DECIMAL" | "NUMERIC" | "DEC" => {
-            TypeKind::Decimal { precision: arg(0, 10) as u8, scale: arg(1, 0) as i8 }
-        }
+        "DECIMAL" | "NUMERIC" | "DEC" => TypeKind::Decimal {
+            precision: arg(0, 10) as u8,
+            scale: arg(1, 0) as i8,
+        },
         "DATE" => TypeKind::Date,
         "TIME" | "TIME WITHOUT TIME ZONE" => TypeKind::Time(arg(0, 0) as u8),
         "TIMESTAMP" | "TIMESTAMP WITHOUT TIME ZONE" => TypeKind::Timestamp(arg(0, 6) as u8),
-        "TIMESTAMP_LTZ" | "TIMESTAMP WITH LOCAL TIME ZONE" => {
-            TypeKind::LocalZonedTimestamp(arg(0, 6) as u8)
-        }
+        "TIMESTAMP_LTZ" | "TIMESTAMP WITH LOCAL TIME ZONE" => TypeKind::LocalZonedTimestamp(arg(0, 6) as u8),
         "VARIANT" => TypeKind::Variant,
         _ => return Err(Error::Unsupported(format!("data type '{s}'"))),
     };
@@ -335,7 +386,13 @@ mod tests {
     #[test]
     fn parses_atomic_types() {
         let t = parse_type_string("DECIMAL(10, 2) NOT NULL").unwrap();
-        assert_eq!(t.kind, TypeKind::Decimal { precision: 10, scale: 2 });
+        assert_eq!(
+            t.kind,
+            TypeKind::Decimal {
+                precision: 10,
+                scale: 2
+            }
+        );
         assert!(!t.nullable);
         assert_eq!(t.to_string(), "DECIMAL(10, 2) NOT NULL");
         let t = parse_type_string("TIMESTAMP_LTZ(3)").unwrap();
@@ -351,7 +408,9 @@ mod tests {
     fn parses_nested_types() {
         let v: Value = serde_json::json!({"type": "MAP", "key": "STRING NOT NULL", "value": {"type": "ARRAY NOT NULL", "element": "INT"}});
         let t = DataType::from_json(&v).unwrap();
-        let TypeKind::Map(k, val) = &t.kind else { panic!("not a map") };
+        let TypeKind::Map(k, val) = &t.kind else {
+            panic!("not a map")
+        };
         assert!(!k.nullable);
         assert!(!val.nullable);
         assert_eq!(t.to_json(), v);

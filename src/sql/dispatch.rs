@@ -79,7 +79,9 @@ fn empty(session: &PaimonSession, done: Result<()>) -> Result<DataFrame> {
 /// Parses and runs `sql` if it is ours; `None` means "give it to DataFusion".
 pub(crate) async fn try_execute(session: &PaimonSession, sql: &str) -> Result<Option<DataFrame>> {
     if let Some(overwrite) = super::insert_overwrite::parse(sql) {
-        return super::insert_overwrite::execute(session, overwrite).await.map(Some);
+        return super::insert_overwrite::execute(session, overwrite)
+            .await
+            .map(Some);
     }
     match parse(sql, names::normalizes_identifiers(session))? {
         Some(stmt) => execute(session, stmt).await.map(Some),

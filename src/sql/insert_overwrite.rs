@@ -26,12 +26,19 @@ pub(crate) struct PartitionOverwrite {
 /// Recognises the statement; `None` for anything else (including overwrites without PARTITION,
 /// which DataFusion plans through `insert_into`).
 pub(crate) fn parse(sql: &str) -> Option<PartitionOverwrite> {
-    let head: String = sql.trim_start().chars().take(16).collect::<String>().to_ascii_uppercase();
+    let head: String = sql
+        .trim_start()
+        .chars()
+        .take(16)
+        .collect::<String>()
+        .to_ascii_uppercase();
     if !head.starts_with("INSERT") || !sql.to_ascii_uppercase().contains("PARTITION") {
         return None;
     }
     let mut statements = Parser::parse_sql(&GenericDialect {}, sql).ok()?;
-    let Some(Statement::Insert(insert)) = statements.pop() else { return None };
+    let Some(Statement::Insert(insert)) = statements.pop() else {
+        return None;
+    };
     let (true, Some(partitioned), Some(source), TableObject::TableName(name)) =
         (insert.overwrite, insert.partitioned, insert.source, insert.table)
     else {
@@ -40,14 +47,22 @@ pub(crate) fn parse(sql: &str) -> Option<PartitionOverwrite> {
     let spec = partitioned
         .iter()
         .map(|e| match e {
-            SqlExpr::BinaryOp { left, op: BinaryOperator::Eq, right } => match left.as_ref() {
+            SqlExpr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } => match left.as_ref() {
                 SqlExpr::Identifier(id) => Some((id.value.clone(), right.to_string())),
                 _ => None,
             },
             _ => None,
         })
         .collect::<Option<Vec<_>>>()?;
-    Some(PartitionOverwrite { table: name.to_string(), spec, query: source.to_string() })
+    Some(PartitionOverwrite {
+        table: name.to_string(),
+        spec,
+        query: source.to_string(),
+    })
 }
 
 /// Plans and runs the overwrite; returns the written row count as DataFusion's DML does.
@@ -56,7 +71,12 @@ pub(crate) async fn execute(session: &PaimonSession, stmt: PartitionOverwrite) -
     let provider = ctx.table_provider(stmt.table.as_str()).await?;
     let table = (provider.as_ref() as &dyn Any)
         .downcast_ref::<PaimonTable>()
-        .ok_or_else(|| plan_datafusion_err!("INSERT OVERWRITE PARTITION needs a Paimon table, {} is not one", stmt.table))?;
+        .ok_or_else(|| {
+            plan_datafusion_err!(
+                "INSERT OVERWRITE PARTITION needs a Paimon table, {} is not one",
+                stmt.table
+            )
+        })?;
     let mut spec: Vec<(String, ScalarValue)> = Vec::new();
     for (name, literal) in &stmt.spec {
         let batches = ctx.sql(&format!("SELECT {literal}")).await?.collect().await?;
@@ -65,8 +85,17 @@ pub(crate) async fn execute(session: &PaimonSession, stmt: PartitionOverwrite) -
     }
     let table_schema = provider.schema();
     let source = ctx.sql(&stmt.query).await?;
-    let free: Vec<_> = table_schema.fields().iter().filter(|f| !spec.iter().any(|(k, _)| k == f.name())).collect();
-    let source_columns: Vec<String> = source.schema().fields().iter().map(|f| f.name().clone()).collect();
+    let free: Vec<_> = table_schema
+        .fields()
+        .iter()
+        .filter(|f| !spec.iter().any(|(k, _)| k == f.name()))
+        .collect();
+    let source_columns: Vec<String> = source
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
     if source_columns.len() != free.len() {
         return plan_err!(
             "INSERT OVERWRITE {} PARTITION expects {} columns from the query (the non-partition columns), got {}",
@@ -82,7 +111,9 @@ pub(crate) async fn execute(session: &PaimonSession, stmt: PartitionOverwrite) -
         .map(|f| {
             let value = match spec.iter().find(|(k, _)| k == f.name()) {
                 Some((_, v)) => lit(v.clone()),
-                None => col(datafusion::common::Column::from_name(next.next().expect("counts checked"))),
+                None => col(datafusion::common::Column::from_name(
+                    next.next().expect("counts checked"),
+                )),
             };
             cast(value, f.data_type().clone()).alias(f.name())
         })

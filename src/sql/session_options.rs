@@ -47,12 +47,17 @@ pub fn parse_session_statement(sql: &str) -> Option<SessionStatement> {
         }
     };
     let key = strip_prefix(unquote(name))?;
-    Some(SessionStatement::Set { key, value: unquote(value).to_string() })
+    Some(SessionStatement::Set {
+        key,
+        value: unquote(value).to_string(),
+    })
 }
 
 fn strip_prefix(name: &str) -> Option<String> {
     let lower = name.to_ascii_lowercase();
-    lower.starts_with(PREFIX).then(|| name[PREFIX.len()..].to_string())
+    lower
+        .starts_with(PREFIX)
+        .then(|| name[PREFIX.len()..].to_string())
 }
 
 fn unquote(s: &str) -> &str {
@@ -73,18 +78,32 @@ mod tests {
     fn parses_set_and_reset() {
         assert_eq!(
             parse_session_statement("SET paimon.scan.snapshot-id = '3';"),
-            Some(SessionStatement::Set { key: "scan.snapshot-id".into(), value: "3".into() })
+            Some(SessionStatement::Set {
+                key: "scan.snapshot-id".into(),
+                value: "3".into()
+            })
         );
         assert_eq!(
             parse_session_statement("set paimon.scan.tag-name to 'after'"),
-            Some(SessionStatement::Set { key: "scan.tag-name".into(), value: "after".into() })
+            Some(SessionStatement::Set {
+                key: "scan.tag-name".into(),
+                value: "after".into()
+            })
         );
         assert_eq!(
             parse_session_statement("RESET paimon.scan.snapshot-id"),
-            Some(SessionStatement::Reset { key: Some("scan.snapshot-id".into()) })
+            Some(SessionStatement::Reset {
+                key: Some("scan.snapshot-id".into())
+            })
         );
-        assert_eq!(parse_session_statement("RESET"), Some(SessionStatement::Reset { key: None }));
-        assert_eq!(parse_session_statement("SET datafusion.execution.batch_size = 1"), None);
+        assert_eq!(
+            parse_session_statement("RESET"),
+            Some(SessionStatement::Reset { key: None })
+        );
+        assert_eq!(
+            parse_session_statement("SET datafusion.execution.batch_size = 1"),
+            None
+        );
         assert_eq!(parse_session_statement("SELECT 1"), None);
     }
 }

@@ -6,13 +6,13 @@
 //! `$table_indexes`) honour the session's time-travel options like a normal read.
 //! Value formats follow the reference fixtures written by pypaimon 2.1.0 (see [`format`]).
 
-mod read_only;
 mod buckets;
 mod files;
 mod format;
 mod manifests;
 mod options;
 mod partitions;
+mod read_only;
 mod schemas;
 mod snapshots;
 mod table_indexes;
@@ -90,7 +90,10 @@ pub(crate) async fn load(
             SYSTEM_TABLES.join(", ")
         ),
     }?;
-    Ok(Arc::new(read_only::ReadOnlyTable::new(format!("{table}${name}"), provider)))
+    Ok(Arc::new(read_only::ReadOnlyTable::new(
+        format!("{table}${name}"),
+        provider,
+    )))
 }
 
 async fn audit_log(

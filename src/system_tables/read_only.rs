@@ -25,7 +25,10 @@ impl ReadOnlyTable {
     }
 
     fn refuse<T>(&self) -> Result<T> {
-        plan_err!("Cannot write to system table {}: system tables are read-only", self.name)
+        plan_err!(
+            "Cannot write to system table {}: system tables are read-only",
+            self.name
+        )
     }
 }
 
@@ -53,7 +56,12 @@ impl TableProvider for ReadOnlyTable {
         self.inner.scan(state, projection, filters, limit).await
     }
 
-    async fn insert_into(&self, _: &dyn Session, _: Arc<dyn ExecutionPlan>, _: InsertOp) -> Result<Arc<dyn ExecutionPlan>> {
+    async fn insert_into(
+        &self,
+        _: &dyn Session,
+        _: Arc<dyn ExecutionPlan>,
+        _: InsertOp,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
         self.refuse()
     }
 
@@ -61,7 +69,12 @@ impl TableProvider for ReadOnlyTable {
         self.refuse()
     }
 
-    async fn update(&self, _: &dyn Session, _: Vec<(String, Expr)>, _: Vec<Expr>) -> Result<Arc<dyn ExecutionPlan>> {
+    async fn update(
+        &self,
+        _: &dyn Session,
+        _: Vec<(String, Expr)>,
+        _: Vec<Expr>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
         self.refuse()
     }
 

@@ -14,14 +14,14 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use datafusion::datasource::sink::DataSinkExec;
 use datafusion::logical_expr::dml::InsertOp;
+use datafusion::physical_expr::expressions::{CastExpr, Column};
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
-use datafusion::physical_expr::expressions::{CastExpr, Column};
 
 use crate::meta::{OverwriteScope, TableMeta};
-use crate::write::{PaimonSink, WriteKind};
 use crate::scan::{plan_scan, PaimonScanExec, PlanRequest, ReadLayout, ScanContext};
 use crate::spec::{MergeEngine, Snapshot, TableOptions, TableSchema};
+use crate::write::{PaimonSink, WriteKind};
 
 /// A table (or its `$audit_log` view) pinned to one snapshot.
 #[derive(Debug)]
@@ -37,10 +37,24 @@ pub struct PaimonTable {
 
 impl PaimonTable {
     /// A table read at `snapshot` (None: the table has no snapshot yet) with `schema`.
-    pub(crate) fn try_new(name: String, meta: Arc<TableMeta>, snapshot: Option<Snapshot>, schema: Arc<TableSchema>, audit_log: bool) -> Result<Self> {
+    pub(crate) fn try_new(
+        name: String,
+        meta: Arc<TableMeta>,
+        snapshot: Option<Snapshot>,
+        schema: Arc<TableSchema>,
+        audit_log: bool,
+    ) -> Result<Self> {
         let options = TableOptions::parse(&schema.options)?;
-        if schema.has_primary_key() && !matches!(options.merge_engine, MergeEngine::Deduplicate | MergeEngine::FirstRow) {
-            return not_impl_err!("Table {name} uses merge-engine '{}', which is not supported yet", options.merge_engine.as_str());
+        if schema.has_primary_key()
+            && !matches!(
+                options.merge_engine,
+                MergeEngine::Deduplicate | MergeEngine::FirstRow
+            )
+        {
+            return not_impl_err!(
+                "Table {name} uses merge-engine '{}', which is not supported yet",
+                options.merge_engine.as_str()
+            );
         }
         let mut fields: Vec<Field> = Vec::new();
         if audit_log {
@@ -48,8 +62,21 @@ impl PaimonTable {
         }
         // Columns are reported nullable so that NOT NULL violations reach the sink, which
         // names the table and column; the sink enforces the Paimon schema's nullability.
-        fields.extend(schema.fields.iter().map(|f| f.to_arrow_field().with_nullable(true)));
-        Ok(PaimonTable { name, meta, snapshot, schema, options, arrow_schema: Arc::new(Schema::new(fields)), audit_log })
+        fields.extend(
+            schema
+                .fields
+                .iter()
+                .map(|f| f.to_arrow_field().with_nullable(true)),
+        );
+        Ok(PaimonTable {
+            name,
+            meta,
+            snapshot,
+            schema,
+            options,
+            arrow_schema: Arc::new(Schema::new(fields)),
+            audit_log,
+        })
     }
 
     /// `db.table` (plus `$audit_log` for the audit view).
@@ -67,22 +94,50 @@ impl PaimonTable {
         let offset = usize::from(self.audit_log);
         let all: Vec<usize> = (0..self.arrow_schema.fields().len()).collect();
         let projection = projection.unwrap_or(&all);
-        let wanted: Vec<usize> = projection.iter().filter(|i| **i >= offset).map(|i| i - offset).collect();
+        let wanted: Vec<usize> = projection
+            .iter()
+            .filter(|i| **i >= offset)
+            .map(|i| i - offset)
+            .collect();
         let is_pk = self.schema.has_primary_key();
-        let key_names: Vec<String> = self.schema.trimmed_primary_keys().iter().map(|f| f.name.clone()).collect();
+        let key_names: Vec<String> = self
+            .schema
+            .trimmed_primary_keys()
+            .iter()
+            .map(|f| f.name.clone())
+            .collect();
         // Layout: the wanted columns plus (for PK tables) the key columns, in schema order.
         let layout_fields: Vec<usize> = (0..self.schema.fields.len())
             .filter(|i| wanted.contains(i) || (is_pk && key_names.contains(&self.schema.fields[*i].name)))
             .collect();
-        let layout = ReadLayout::new(layout_fields.iter().map(|i| self.schema.fields[*i].clone()).collect(), is_pk);
-        let pos = |field_index: usize| layout_fields.iter().position(|x| *x == field_index).expect("wanted columns are in the layout");
+        let layout = ReadLayout::new(
+            layout_fields
+                .iter()
+                .map(|i| self.schema.fields[*i].clone())
+                .collect(),
+            is_pk,
+        );
+        let pos = |field_index: usize| {
+            layout_fields
+                .iter()
+                .position(|x| *x == field_index)
+                .expect("wanted columns are in the layout")
+        };
         let output_columns: Vec<usize> = wanted.iter().map(|i| pos(*i)).collect();
         let key_indices: Vec<usize> = if is_pk {
-            key_names.iter().filter_map(|k| self.schema.fields.iter().position(|f| &f.name == k)).map(pos).collect()
+            key_names
+                .iter()
+                .filter_map(|k| self.schema.fields.iter().position(|f| &f.name == k))
+                .map(pos)
+                .collect()
         } else {
             vec![]
         };
-        let output_schema = Arc::new(self.arrow_schema.project(projection).expect("projection indices come from DataFusion"));
+        let output_schema = Arc::new(
+            self.arrow_schema
+                .project(projection)
+                .expect("projection indices come from DataFusion"),
+        );
         (layout, output_columns, key_indices, output_schema)
     }
 }
@@ -96,10 +151,18 @@ impl PaimonTable {
         }
         let schema = self.meta.latest_schema().await?;
         if !schema.has_primary_key() && matches!(kind, WriteKind::Delete | WriteKind::Update) {
-            return not_impl_err!("Row-level DELETE and UPDATE on append table {} are not supported: it has no primary key", self.name);
+            return not_impl_err!(
+                "Row-level DELETE and UPDATE on append table {} are not supported: it has no primary key",
+                self.name
+            );
         }
         check_row_level_dml(&self.name, &schema, &kind)?;
-        Ok(Arc::new(PaimonSink::try_new(self.name.clone(), Arc::clone(&self.meta), schema, kind)?))
+        Ok(Arc::new(PaimonSink::try_new(
+            self.name.clone(),
+            Arc::clone(&self.meta),
+            schema,
+            kind,
+        )?))
     }
 
     /// `INSERT OVERWRITE t PARTITION (p = v, ...) <input>`: `input` yields every table column
@@ -113,22 +176,37 @@ impl PaimonTable {
         let mut values = Vec::with_capacity(schema.partition_keys.len());
         for key in &schema.partition_keys {
             let Some((_, v)) = spec.iter().find(|(k, _)| k == key) else {
-                return plan_err!("INSERT OVERWRITE of table {} must give a value for partition column '{key}'", self.name);
+                return plan_err!(
+                    "INSERT OVERWRITE of table {} must give a value for partition column '{key}'",
+                    self.name
+                );
             };
-            let target = schema.field(key).map(|f| f.data_type.to_arrow()).expect("partition keys are columns");
+            let target = schema
+                .field(key)
+                .map(|f| f.data_type.to_arrow())
+                .expect("partition keys are columns");
             values.push(v.cast_to(&target)?);
         }
         if let Some((k, _)) = spec.iter().find(|(k, _)| !schema.partition_keys.contains(k)) {
             return plan_err!("Column '{k}' is not a partition column of table {}", self.name);
         }
-        let kind = WriteKind::Overwrite(OverwriteScope::Partitions(vec![values.into_iter().map(Some).collect()]));
-        Ok(Arc::new(DataSinkExec::new(input, self.sink(kind).await? as _, None)))
+        let kind = WriteKind::Overwrite(OverwriteScope::Partitions(vec![values
+            .into_iter()
+            .map(Some)
+            .collect()]));
+        Ok(Arc::new(DataSinkExec::new(
+            input,
+            self.sink(kind).await? as _,
+            None,
+        )))
     }
 
     /// The merged rows matching `filters` (all rows when empty), in table-column order.
     async fn matching_rows(&self, state: &dyn Session, filters: &[Expr]) -> Result<Arc<dyn ExecutionPlan>> {
         let scan = self.scan(state, None, filters, None).await?;
-        let Some(predicate) = conjunction(filters.to_vec()) else { return Ok(scan) };
+        let Some(predicate) = conjunction(filters.to_vec()) else {
+            return Ok(scan);
+        };
         let df_schema = DFSchema::try_from(self.arrow_schema.as_ref().clone())?;
         let predicate = state.create_physical_expr(predicate, &df_schema)?;
         Ok(Arc::new(FilterExec::try_new(predicate, scan)?))
@@ -138,24 +216,38 @@ impl PaimonTable {
 /// Row-level DELETE needs an upsert-deletable engine, UPDATE deduplicate or partial-update
 /// (semantics.md §9, Java `PrimaryKeyTableUtils.validatePKUpsertDeletable`).
 fn check_row_level_dml(table: &str, schema: &crate::spec::TableSchema, kind: &WriteKind) -> Result<()> {
-    let option = |k: &str| schema.options.get(k).is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    let option = |k: &str| {
+        schema
+            .options
+            .get(k)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    };
     let engine = TableOptions::parse(&schema.options)?.merge_engine;
     match kind {
         WriteKind::Delete => {
             let deletable = match engine {
                 MergeEngine::Deduplicate => true,
                 MergeEngine::PartialUpdate => {
-                    option("partial-update.remove-record-on-delete") || schema.options.contains_key("partial-update.remove-record-on-sequence-group")
+                    option("partial-update.remove-record-on-delete")
+                        || schema
+                            .options
+                            .contains_key("partial-update.remove-record-on-sequence-group")
                 }
                 MergeEngine::Aggregation => option("aggregation.remove-record-on-delete"),
                 MergeEngine::FirstRow => false,
             };
             if !deletable {
-                return plan_err!("DELETE is not supported on table {table}: merge-engine '{}' cannot delete rows by key", engine.as_str());
+                return plan_err!(
+                    "DELETE is not supported on table {table}: merge-engine '{}' cannot delete rows by key",
+                    engine.as_str()
+                );
             }
         }
         WriteKind::Update if !matches!(engine, MergeEngine::Deduplicate | MergeEngine::PartialUpdate) => {
-            return plan_err!("UPDATE is not supported on table {table}: merge-engine '{}' only allows INSERT", engine.as_str());
+            return plan_err!(
+                "UPDATE is not supported on table {table}: merge-engine '{}' only allows INSERT",
+                engine.as_str()
+            );
         }
         _ => {}
     }
@@ -163,7 +255,10 @@ fn check_row_level_dml(table: &str, schema: &crate::spec::TableSchema, kind: &Wr
 }
 
 /// `p1 = v1 AND p2 = v2 ...` over partition columns only, as a partition spec.
-fn partition_equalities(schema: &crate::spec::TableSchema, filters: &[Expr]) -> Option<Vec<Option<datafusion::common::ScalarValue>>> {
+fn partition_equalities(
+    schema: &crate::spec::TableSchema,
+    filters: &[Expr],
+) -> Option<Vec<Option<datafusion::common::ScalarValue>>> {
     use datafusion::logical_expr::{BinaryExpr, Operator};
     if schema.partition_keys.is_empty() {
         return None;
@@ -171,10 +266,21 @@ fn partition_equalities(schema: &crate::spec::TableSchema, filters: &[Expr]) -> 
     let mut spec: Vec<Option<datafusion::common::ScalarValue>> = vec![None; schema.partition_keys.len()];
     let mut conjuncts = Vec::new();
     for f in filters {
-        conjuncts.extend(datafusion::logical_expr::utils::split_conjunction(f).into_iter().cloned());
+        conjuncts.extend(
+            datafusion::logical_expr::utils::split_conjunction(f)
+                .into_iter()
+                .cloned(),
+        );
     }
     for c in conjuncts {
-        let Expr::BinaryExpr(BinaryExpr { left, op: Operator::Eq, right }) = c else { return None };
+        let Expr::BinaryExpr(BinaryExpr {
+            left,
+            op: Operator::Eq,
+            right,
+        }) = c
+        else {
+            return None;
+        };
         let (column, value) = match (left.as_ref(), right.as_ref()) {
             (Expr::Column(col), Expr::Literal(v, _)) | (Expr::Literal(v, _), Expr::Column(col)) => (col, v),
             _ => return None,
@@ -201,13 +307,22 @@ impl TableProvider for PaimonTable {
         Ok(vec![TableProviderFilterPushDown::Inexact; filters.len()])
     }
 
-    async fn insert_into(&self, _state: &dyn Session, input: Arc<dyn ExecutionPlan>, insert_op: InsertOp) -> Result<Arc<dyn ExecutionPlan>> {
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
         let kind = match insert_op {
             InsertOp::Append => WriteKind::Insert,
             InsertOp::Overwrite => WriteKind::Overwrite(OverwriteScope::Table),
             InsertOp::Replace => return not_impl_err!("REPLACE INTO table {} is not supported", self.name),
         };
-        Ok(Arc::new(DataSinkExec::new(input, self.sink(kind).await? as _, None)))
+        Ok(Arc::new(DataSinkExec::new(
+            input,
+            self.sink(kind).await? as _,
+            None,
+        )))
     }
 
     async fn delete_from(&self, state: &dyn Session, filters: Vec<Expr>) -> Result<Arc<dyn ExecutionPlan>> {
@@ -225,24 +340,33 @@ impl TableProvider for PaimonTable {
         Ok(Arc::new(DataSinkExec::new(rows, sink as _, None)))
     }
 
-    async fn update(&self, state: &dyn Session, assignments: Vec<(String, Expr)>, filters: Vec<Expr>) -> Result<Arc<dyn ExecutionPlan>> {
+    async fn update(
+        &self,
+        state: &dyn Session,
+        assignments: Vec<(String, Expr)>,
+        filters: Vec<Expr>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
         let sink = self.sink(WriteKind::Update).await?;
         for (column, _) in &assignments {
             if self.schema.primary_keys.contains(column) || self.schema.partition_keys.contains(column) {
-                return plan_err!("Cannot update primary key or partition column '{column}' of table {}", self.name);
+                return plan_err!(
+                    "Cannot update primary key or partition column '{column}' of table {}",
+                    self.name
+                );
             }
         }
         let rows = self.matching_rows(state, &filters).await?;
         let df_schema = DFSchema::try_from(self.arrow_schema.as_ref().clone())?;
         let mut exprs: Vec<(Arc<dyn datafusion::physical_expr::PhysicalExpr>, String)> = Vec::new();
         for (i, field) in self.arrow_schema.fields().iter().enumerate() {
-            let expr: Arc<dyn datafusion::physical_expr::PhysicalExpr> = match assignments.iter().find(|(c, _)| c == field.name()) {
-                Some((_, e)) => {
-                    let physical = state.create_physical_expr(e.clone(), &df_schema)?;
-                    Arc::new(CastExpr::new(physical, field.data_type().clone(), None))
-                }
-                None => Arc::new(Column::new(field.name(), i)),
-            };
+            let expr: Arc<dyn datafusion::physical_expr::PhysicalExpr> =
+                match assignments.iter().find(|(c, _)| c == field.name()) {
+                    Some((_, e)) => {
+                        let physical = state.create_physical_expr(e.clone(), &df_schema)?;
+                        Arc::new(CastExpr::new(physical, field.data_type().clone(), None))
+                    }
+                    None => Arc::new(Column::new(field.name(), i)),
+                };
             exprs.push((expr, field.name().clone()));
         }
         let projected = Arc::new(ProjectionExec::try_new(exprs, rows)?);
@@ -264,7 +388,11 @@ impl TableProvider for PaimonTable {
         // Filters on `rowkind` (audit log) are not about stored columns; skip them for pruning.
         let usable: Vec<Expr> = filters
             .iter()
-            .filter(|f| f.column_refs().iter().all(|c| table_schema.index_of(c.name()).is_ok()))
+            .filter(|f| {
+                f.column_refs()
+                    .iter()
+                    .all(|c| table_schema.index_of(c.name()).is_ok())
+            })
             .cloned()
             .collect();
         let predicate = match conjunction(usable) {
@@ -274,7 +402,14 @@ impl TableProvider for PaimonTable {
             }
             None => None,
         };
-        let plan = plan_scan(PlanRequest { meta: &self.meta, snapshot, schema: &self.schema, options: &self.options, predicate }).await?;
+        let plan = plan_scan(PlanRequest {
+            meta: &self.meta,
+            snapshot,
+            schema: &self.schema,
+            options: &self.options,
+            predicate,
+        })
+        .await?;
         let ctx = ScanContext {
             table_io: self.meta.io().clone(),
             layout: Arc::new(layout),
@@ -288,7 +423,11 @@ impl TableProvider for PaimonTable {
         Ok(Arc::new(PaimonScanExec::new(
             self.name.clone(),
             Some(snapshot.id),
-            if self.schema.has_primary_key() { self.options.merge_engine.as_str() } else { "none (append table)" },
+            if self.schema.has_primary_key() {
+                self.options.merge_engine.as_str()
+            } else {
+                "none (append table)"
+            },
             ctx,
             plan.splits,
             state.config().target_partitions(),

@@ -10,19 +10,27 @@ use crate::spec::options::{SCAN_SNAPSHOT_ID, SCAN_TAG_NAME, SCAN_TIMESTAMP_MILLI
 use crate::spec::Snapshot;
 
 /// The snapshot to read: the one the options select, else the latest (None: empty table).
-pub(crate) async fn resolve_snapshot(meta: &TableMeta, table: &str, options: &BTreeMap<String, String>) -> Result<Option<Snapshot>> {
+pub(crate) async fn resolve_snapshot(
+    meta: &TableMeta,
+    table: &str,
+    options: &BTreeMap<String, String>,
+) -> Result<Option<Snapshot>> {
     let chosen: Vec<&str> = [SCAN_SNAPSHOT_ID, SCAN_TAG_NAME, SCAN_TIMESTAMP_MILLIS]
         .into_iter()
         .filter(|k| options.contains_key(*k))
         .collect();
     if chosen.len() > 1 {
-        return plan_err!("Options {} of table {table} conflict: set only one of them", chosen.join(" and "));
+        return plan_err!(
+            "Options {} of table {table} conflict: set only one of them",
+            chosen.join(" and ")
+        );
     }
     if let Some(v) = options.get(SCAN_SNAPSHOT_ID) {
-        let id: i64 = v
-            .trim()
-            .parse()
-            .map_err(|_| plan_datafusion_err!("Invalid value '{v}' for option '{SCAN_SNAPSHOT_ID}': expected a snapshot id"))?;
+        let id: i64 = v.trim().parse().map_err(|_| {
+            plan_datafusion_err!(
+                "Invalid value '{v}' for option '{SCAN_SNAPSHOT_ID}': expected a snapshot id"
+            )
+        })?;
         return match meta.snapshot(id).await {
             Ok(s) => Ok(Some(s)),
             Err(crate::Error::NotFound { .. }) => plan_err!("Snapshot {id} of table {table} does not exist"),
@@ -32,15 +40,18 @@ pub(crate) async fn resolve_snapshot(meta: &TableMeta, table: &str, options: &BT
     if let Some(tag) = options.get(SCAN_TAG_NAME) {
         return match meta.tag(tag.trim()).await {
             Ok(t) => Ok(Some(t.snapshot)),
-            Err(crate::Error::NotFound { .. }) => plan_err!("Tag '{}' of table {table} does not exist", tag.trim()),
+            Err(crate::Error::NotFound { .. }) => {
+                plan_err!("Tag '{}' of table {table} does not exist", tag.trim())
+            }
             Err(e) => Err(e.into()),
         };
     }
     if let Some(v) = options.get(SCAN_TIMESTAMP_MILLIS) {
-        let millis: i64 = v
-            .trim()
-            .parse()
-            .map_err(|_| plan_datafusion_err!("Invalid value '{v}' for option '{SCAN_TIMESTAMP_MILLIS}': expected epoch milliseconds"))?;
+        let millis: i64 = v.trim().parse().map_err(|_| {
+            plan_datafusion_err!(
+                "Invalid value '{v}' for option '{SCAN_TIMESTAMP_MILLIS}': expected epoch milliseconds"
+            )
+        })?;
         return match meta.snapshot_at_or_before(millis).await? {
             Some(s) => Ok(Some(s)),
             None => plan_err!("Table {table} has no snapshot committed at or before {millis}"),

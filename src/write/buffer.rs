@@ -23,12 +23,19 @@ pub(crate) struct BucketBuffer {
 
 impl BucketBuffer {
     pub(crate) fn new() -> Self {
-        BucketBuffer { batches: vec![], seqs: vec![], kinds: vec![], rows: 0, bytes: 0 }
+        BucketBuffer {
+            batches: vec![],
+            seqs: vec![],
+            kinds: vec![],
+            rows: 0,
+            bytes: 0,
+        }
     }
 
     pub(crate) fn push(&mut self, batch: RecordBatch, seqs: Int64Array, kinds: Int8Array) {
         self.rows += batch.num_rows();
-        self.bytes += batch.get_array_memory_size() + seqs.get_array_memory_size() + kinds.get_array_memory_size();
+        self.bytes +=
+            batch.get_array_memory_size() + seqs.get_array_memory_size() + kinds.get_array_memory_size();
         self.batches.push(batch);
         self.seqs.push(Arc::new(seqs));
         self.kinds.push(Arc::new(kinds));
@@ -49,16 +56,26 @@ impl BucketBuffer {
 
     /// Rows for a primary-key file: sorted by key, one row per key (the newest record).
     pub(crate) fn into_pk_rows(self, key_columns: &[usize]) -> Result<Option<DataFileRows>> {
-        let Some(first) = self.batches.first() else { return Ok(None) };
+        let Some(first) = self.batches.first() else {
+            return Ok(None);
+        };
         let values = concat_batches(&first.schema(), &self.batches)?;
         let seq_refs: Vec<&dyn Array> = self.seqs.iter().map(|a| a.as_ref()).collect();
         let kind_refs: Vec<&dyn Array> = self.kinds.iter().map(|a| a.as_ref()).collect();
         let seqs = concat(&seq_refs)?;
         let kinds = concat(&kind_refs)?;
         let converter = RowConverter::new(
-            key_columns.iter().map(|i| SortField::new(values.column(*i).data_type().clone())).collect(),
+            key_columns
+                .iter()
+                .map(|i| SortField::new(values.column(*i).data_type().clone()))
+                .collect(),
         )?;
-        let keys = converter.convert_columns(&key_columns.iter().map(|i| Arc::clone(values.column(*i))).collect::<Vec<_>>())?;
+        let keys = converter.convert_columns(
+            &key_columns
+                .iter()
+                .map(|i| Arc::clone(values.column(*i)))
+                .collect::<Vec<_>>(),
+        )?;
         // Arrival order is sequence order, so a stable sort by key leaves each key's records
         // oldest first; the last of each run of equal keys wins.
         let mut order: Vec<u32> = (0..values.num_rows() as u32).collect();
@@ -66,21 +83,38 @@ impl BucketBuffer {
         let winners: Vec<u32> = order
             .iter()
             .enumerate()
-            .filter(|(pos, idx)| order.get(pos + 1).is_none_or(|next| keys.row(*next as usize) != keys.row(**idx as usize)))
+            .filter(|(pos, idx)| {
+                order
+                    .get(pos + 1)
+                    .is_none_or(|next| keys.row(*next as usize) != keys.row(**idx as usize))
+            })
             .map(|(_, idx)| *idx)
             .collect();
         let indices = UInt32Array::from(winners);
         let values = take_record_batch(&values, &indices)?;
         let seqs = arrow::compute::take(&seqs, &indices, None)?;
         let kinds = arrow::compute::take(&kinds, &indices, None)?;
-        let seqs = seqs.as_any().downcast_ref::<Int64Array>().expect("sequence numbers are Int64").clone();
-        let kinds = kinds.as_any().downcast_ref::<Int8Array>().expect("row kinds are Int8").clone();
-        Ok(Some(DataFileRows { values, kv: Some((seqs, kinds)) }))
+        let seqs = seqs
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("sequence numbers are Int64")
+            .clone();
+        let kinds = kinds
+            .as_any()
+            .downcast_ref::<Int8Array>()
+            .expect("row kinds are Int8")
+            .clone();
+        Ok(Some(DataFileRows {
+            values,
+            kv: Some((seqs, kinds)),
+        }))
     }
 
     /// Rows for an append file, in arrival order.
     pub(crate) fn into_append_rows(self) -> Result<Option<DataFileRows>> {
-        let Some(first) = self.batches.first() else { return Ok(None) };
+        let Some(first) = self.batches.first() else {
+            return Ok(None);
+        };
         let values = concat_batches(&first.schema(), &self.batches)?;
         Ok(Some(DataFileRows { values, kv: None }))
     }

@@ -26,8 +26,8 @@ use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::{StreamExt, TryStreamExt};
 
-use super::buffer::BucketBuffer;
 use super::bucket::fixed_bucket;
+use super::buffer::BucketBuffer;
 use crate::io::write_data_file;
 use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};
 use crate::spec::{paths, row_kind, BinaryRow, FileKind, ManifestEntry, TableOptions, TableSchema};
@@ -95,13 +95,29 @@ struct RowRouting {
 const WRITE_BUFFER_SIZE: usize = 256 << 20;
 
 impl PaimonSink {
-    pub(crate) fn try_new(table: String, meta: Arc<TableMeta>, schema: Arc<TableSchema>, kind: WriteKind) -> Result<Self> {
+    pub(crate) fn try_new(
+        table: String,
+        meta: Arc<TableMeta>,
+        schema: Arc<TableSchema>,
+        kind: WriteKind,
+    ) -> Result<Self> {
         let options = TableOptions::parse(&schema.options)?;
         // All nullable: NOT NULL is enforced by `validate` with a message naming the column.
         let input_schema = Arc::new(arrow::datatypes::Schema::new(
-            schema.fields.iter().map(|f| f.to_arrow_field().with_nullable(true)).collect::<Vec<_>>(),
+            schema
+                .fields
+                .iter()
+                .map(|f| f.to_arrow_field().with_nullable(true))
+                .collect::<Vec<_>>(),
         ));
-        let sink = PaimonSink { table, meta, schema, options, kind, input_schema };
+        let sink = PaimonSink {
+            table,
+            meta,
+            schema,
+            options,
+            kind,
+            input_schema,
+        };
         sink.routing()?;
         Ok(sink)
     }
@@ -114,12 +130,31 @@ impl PaimonSink {
                 .position(|f| f.name == name)
                 .ok_or_else(|| exec_datafusion_err!("Column '{name}' of table {} does not exist", self.table))
         };
-        let key_columns = self.schema.trimmed_primary_keys().iter().map(|f| index(&f.name)).collect::<Result<Vec<_>>>()?;
-        let partition_columns = self.schema.partition_keys.iter().map(|k| index(k)).collect::<Result<Vec<_>>>()?;
+        let key_columns = self
+            .schema
+            .trimmed_primary_keys()
+            .iter()
+            .map(|f| index(&f.name))
+            .collect::<Result<Vec<_>>>()?;
+        let partition_columns = self
+            .schema
+            .partition_keys
+            .iter()
+            .map(|k| index(k))
+            .collect::<Result<Vec<_>>>()?;
         let bucket = self.options.bucket;
         let bucket_key: Vec<String> = match self.schema.options.get("bucket-key") {
-            Some(k) => k.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
-            None => self.schema.trimmed_primary_keys().iter().map(|f| f.name.clone()).collect(),
+            Some(k) => k
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            None => self
+                .schema
+                .trimmed_primary_keys()
+                .iter()
+                .map(|f| f.name.clone())
+                .collect(),
         };
         let buckets = match (self.schema.has_primary_key(), bucket) {
             (_, n) if n > 0 => {
@@ -133,20 +168,38 @@ impl PaimonSink {
             (_, other) => return exec_err!("Writing to table {} with 'bucket' = '{other}' is not supported", self.table),
         };
         let bucket_columns = bucket_key.iter().map(|k| index(k)).collect::<Result<Vec<_>>>()?;
-        Ok(RowRouting { key_columns, partition_columns, bucket_columns, buckets })
+        Ok(RowRouting {
+            key_columns,
+            partition_columns,
+            bucket_columns,
+            buckets,
+        })
     }
 
     /// Casts input columns to the table's types and rejects NULLs in NOT NULL columns.
     fn validate(&self, batch: &RecordBatch) -> Result<RecordBatch> {
         if batch.num_columns() != self.schema.fields.len() {
-            return exec_err!("Table {} has {} columns but the input has {}", self.table, self.schema.fields.len(), batch.num_columns());
+            return exec_err!(
+                "Table {} has {} columns but the input has {}",
+                self.table,
+                self.schema.fields.len(),
+                batch.num_columns()
+            );
         }
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(batch.num_columns());
         for (field, column) in self.schema.fields.iter().zip(batch.columns()) {
             let target = field.data_type.to_arrow();
-            let column = if column.data_type() == &target { Arc::clone(column) } else { cast(column, &target)? };
+            let column = if column.data_type() == &target {
+                Arc::clone(column)
+            } else {
+                cast(column, &target)?
+            };
             if !field.data_type.nullable && column.null_count() > 0 {
-                let what = if self.schema.primary_keys.contains(&field.name) { "Primary key column" } else { "Column" };
+                let what = if self.schema.primary_keys.contains(&field.name) {
+                    "Primary key column"
+                } else {
+                    "Column"
+                };
                 return exec_err!("{what} '{}' of table {} must not be NULL", field.name, self.table);
             }
             columns.push(column);
@@ -156,7 +209,11 @@ impl PaimonSink {
 
     fn dynamic_partition_overwrite(&self) -> bool {
         !self.schema.partition_keys.is_empty()
-            && self.schema.options.get("dynamic-partition-overwrite").is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"))
+            && self
+                .schema
+                .options
+                .get("dynamic-partition-overwrite")
+                .is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"))
     }
 
     /// Serialized partition and bucket of every row.
@@ -171,7 +228,11 @@ impl PaimonSink {
         let unpartitioned = BinaryRow::encode(&[])?;
         (0..batch.num_rows())
             .map(|row| {
-                let partition = if routing.partition_columns.is_empty() { unpartitioned.clone() } else { row_bytes(&routing.partition_columns, row)? };
+                let partition = if routing.partition_columns.is_empty() {
+                    unpartitioned.clone()
+                } else {
+                    row_bytes(&routing.partition_columns, row)?
+                };
                 let bucket = match routing.buckets {
                     Some(n) => fixed_bucket(&row_bytes(&routing.bucket_columns, row)?, n),
                     None => 0,
@@ -187,7 +248,11 @@ impl PaimonSink {
         if let Some(latest) = self.meta.latest_snapshot().await? {
             let live = self.meta.live_files(&latest, |_| true).await?;
             for (group, entries) in &live.groups {
-                let max = entries.iter().map(|e| e.file.max_sequence_number).max().unwrap_or(-1);
+                let max = entries
+                    .iter()
+                    .map(|e| e.file.max_sequence_number)
+                    .max()
+                    .unwrap_or(-1);
                 next.insert(group.clone(), max + 1);
             }
         }
@@ -203,10 +268,18 @@ impl PaimonSink {
         group: PartitionBucket,
         buffer: BucketBuffer,
     ) -> Result<Option<ManifestEntry>> {
-        let rows = if schema.has_primary_key() { buffer.into_pk_rows(&key_columns)? } else { buffer.into_append_rows()? };
+        let rows = if schema.has_primary_key() {
+            buffer.into_pk_rows(&key_columns)?
+        } else {
+            buffer.into_append_rows()?
+        };
         let Some(rows) = rows else { return Ok(None) };
         let partition_values = BinaryRow::decode(&group.0, &schema.partition_types())?.values;
-        let partition_path = paths::partition_path(&schema.partition_keys, &partition_values, &options.partition_default_name);
+        let partition_path = paths::partition_path(
+            &schema.partition_keys,
+            &partition_values,
+            &options.partition_default_name,
+        );
         let dir = match &options.data_file_path_directory {
             Some(d) => format!("{d}/{partition_path}{}", paths::bucket_dir(group.1)),
             None => format!("{partition_path}{}", paths::bucket_dir(group.1)),
@@ -217,23 +290,45 @@ impl PaimonSink {
         }
         let name = format!("data-{}-0.parquet", uuid::Uuid::new_v4());
         let file = write_data_file(meta.io(), &dir, name, &schema, rows).await?;
-        Ok(Some(ManifestEntry { kind: FileKind::Add, partition: group.0, bucket: group.1, total_buckets: options.bucket, file }))
+        Ok(Some(ManifestEntry {
+            kind: FileKind::Add,
+            partition: group.0,
+            bucket: group.1,
+            total_buckets: options.bucket,
+            file,
+        }))
     }
 
-    fn spawn_flush(&self, routing: &RowRouting, group: PartitionBucket, buffer: BucketBuffer) -> SpawnedTask<Result<Option<ManifestEntry>>> {
-        let (meta, schema, options) = (Arc::clone(&self.meta), Arc::clone(&self.schema), self.options.clone());
+    fn spawn_flush(
+        &self,
+        routing: &RowRouting,
+        group: PartitionBucket,
+        buffer: BucketBuffer,
+    ) -> SpawnedTask<Result<Option<ManifestEntry>>> {
+        let (meta, schema, options) = (
+            Arc::clone(&self.meta),
+            Arc::clone(&self.schema),
+            self.options.clone(),
+        );
         let keys = routing.key_columns.clone();
         SpawnedTask::spawn(Self::flush(meta, schema, options, keys, group, buffer))
     }
 }
 
 async fn join(task: SpawnedTask<Result<Option<ManifestEntry>>>) -> Result<Option<ManifestEntry>> {
-    task.join().await.map_err(|e| DataFusionError::External(Box::new(e)))?
+    task.join()
+        .await
+        .map_err(|e| DataFusionError::External(Box::new(e)))?
 }
 
 impl DisplayAs for PaimonSink {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "PaimonSink: table={}, operation={}", self.table, self.kind.operation())
+        write!(
+            f,
+            "PaimonSink: table={}, operation={}",
+            self.table,
+            self.kind.operation()
+        )
     }
 }
 
@@ -247,11 +342,20 @@ impl DataSink for PaimonSink {
         &self.input_schema
     }
 
-    async fn write_all(&self, mut data: SendableRecordBatchStream, context: &Arc<TaskContext>) -> Result<u64> {
+    async fn write_all(
+        &self,
+        mut data: SendableRecordBatchStream,
+        context: &Arc<TaskContext>,
+    ) -> Result<u64> {
         let routing = self.routing()?;
-        let mut next_seq = if self.schema.has_primary_key() { self.next_sequences().await? } else { HashMap::new() };
+        let mut next_seq = if self.schema.has_primary_key() {
+            self.next_sequences().await?
+        } else {
+            HashMap::new()
+        };
         let mut buffers: HashMap<PartitionBucket, BucketBuffer> = HashMap::new();
-        let reservation = MemoryConsumer::new(format!("PaimonSink[{}]", self.table)).register(context.memory_pool());
+        let reservation =
+            MemoryConsumer::new(format!("PaimonSink[{}]", self.table)).register(context.memory_pool());
         let mut flushed: Vec<ManifestEntry> = Vec::new();
         let mut count: u64 = 0;
         // Metadata-only deletes count the matching rows but write none.
@@ -281,7 +385,10 @@ impl DataSink for PaimonSink {
                 let grown = buffer.bytes() - before;
                 if reservation.try_grow(grown).is_err() || reservation.size() > WRITE_BUFFER_SIZE {
                     // Memory is short: write the largest buffer out as its own level-0 file.
-                    let largest = buffers.iter().max_by_key(|(_, b)| b.bytes()).map(|(g, _)| g.clone());
+                    let largest = buffers
+                        .iter()
+                        .max_by_key(|(_, b)| b.bytes())
+                        .map(|(g, _)| g.clone());
                     if let Some(g) = largest {
                         let buffer = buffers.get_mut(&g).expect("largest buffer exists").take();
                         reservation.shrink(buffer.bytes().min(reservation.size()));
@@ -293,12 +400,22 @@ impl DataSink for PaimonSink {
             }
         }
         // Flush every bucket in parallel: sorting and Parquet encoding are CPU-bound.
-        let tasks: Vec<_> = buffers.into_iter().filter(|(_, b)| !b.is_empty()).map(|(g, b)| self.spawn_flush(&routing, g, b)).collect();
+        let tasks: Vec<_> = buffers
+            .into_iter()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(g, b)| self.spawn_flush(&routing, g, b))
+            .collect();
         let parallelism = context.session_config().target_partitions().max(1);
-        let written: Vec<Option<ManifestEntry>> = futures::stream::iter(tasks).map(join).buffer_unordered(parallelism).try_collect().await?;
+        let written: Vec<Option<ManifestEntry>> = futures::stream::iter(tasks)
+            .map(join)
+            .buffer_unordered(parallelism)
+            .try_collect()
+            .await?;
         reservation.free();
         flushed.extend(written.into_iter().flatten());
-        flushed.sort_by(|a, b| (&a.partition, a.bucket, &a.file.file_name).cmp(&(&b.partition, b.bucket, &b.file.file_name)));
+        flushed.sort_by(|a, b| {
+            (&a.partition, a.bucket, &a.file.file_name).cmp(&(&b.partition, b.bucket, &b.file.file_name))
+        });
 
         let overwrite = match &self.kind {
             WriteKind::Overwrite(OverwriteScope::Table) if self.dynamic_partition_overwrite() => {
@@ -307,7 +424,11 @@ impl DataSink for PaimonSink {
                 let types = self.schema.partition_types();
                 let mut specs: Vec<Vec<Option<ScalarValue>>> = Vec::new();
                 for e in &flushed {
-                    let spec: Vec<Option<ScalarValue>> = BinaryRow::decode(&e.partition, &types)?.values.into_iter().map(Some).collect();
+                    let spec: Vec<Option<ScalarValue>> = BinaryRow::decode(&e.partition, &types)?
+                        .values
+                        .into_iter()
+                        .map(Some)
+                        .collect();
                     if !specs.contains(&spec) {
                         specs.push(spec);
                     }

@@ -24,7 +24,11 @@ const PK_TABLE: &str = r#"{"version":3,"id":0,"fields":[{"id":0,"name":"k","type
 #[tokio::test]
 async fn insert_upsert_delete_update_round_trip() {
     let (_dir, s) = session_with_table(PK_TABLE).await;
-    query(&s, "INSERT INTO db.t VALUES (1, 'a', 7), (2, 'b', 7), (3, 'c', 8), (1, 'a2', 7)").await;
+    query(
+        &s,
+        "INSERT INTO db.t VALUES (1, 'a', 7), (2, 'b', 7), (3, 'c', 8), (1, 'a2', 7)",
+    )
+    .await;
     assert_eq!(
         query(&s, "SELECT * FROM db.t ORDER BY k").await,
         "+---+----+---+\n| k | v  | p |\n+---+----+---+\n| 1 | a2 | 7 |\n| 2 | b  | 7 |\n| 3 | c  | 8 |\n+---+----+---+"
@@ -47,17 +51,32 @@ async fn insert_upsert_delete_update_round_trip() {
         "+-----------+--------+\n| partition | bucket |\n+-----------+--------+\n| p=8       | 1      |\n+-----------+--------+"
     );
     query(&s, "INSERT OVERWRITE db.t VALUES (9, 'z', 9)").await;
-    assert_eq!(query(&s, "SELECT * FROM db.t").await, "+---+---+---+\n| k | v | p |\n+---+---+---+\n| 9 | z | 9 |\n+---+---+---+");
+    assert_eq!(
+        query(&s, "SELECT * FROM db.t").await,
+        "+---+---+---+\n| k | v | p |\n+---+---+---+\n| 9 | z | 9 |\n+---+---+---+"
+    );
     query(&s, "DELETE FROM db.t").await;
-    assert_eq!(query(&s, "SELECT count(*) AS n FROM db.t").await, "+---+\n| n |\n+---+\n| 0 |\n+---+");
+    assert_eq!(
+        query(&s, "SELECT count(*) AS n FROM db.t").await,
+        "+---+\n| n |\n+---+\n| 0 |\n+---+"
+    );
 }
 
 #[tokio::test]
 async fn null_primary_key_is_rejected_and_nothing_is_committed() {
     let (_dir, s) = session_with_table(PK_TABLE).await;
-    let err = s.sql("INSERT INTO db.t VALUES (CAST(NULL AS BIGINT), 'a', 1)").await.unwrap().collect().await.unwrap_err();
+    let err = s
+        .sql("INSERT INTO db.t VALUES (CAST(NULL AS BIGINT), 'a', 1)")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("'k'"), "{err}");
-    assert_eq!(query(&s, "SELECT count(*) AS n FROM db.\"t$snapshots\"").await, "+---+\n| n |\n+---+\n| 0 |\n+---+");
+    assert_eq!(
+        query(&s, "SELECT count(*) AS n FROM db.\"t$snapshots\"").await,
+        "+---+\n| n |\n+---+\n| 0 |\n+---+"
+    );
 }
 
 #[tokio::test]
@@ -67,13 +86,20 @@ async fn explain_insert_and_delete_write_nothing() {
     query(&s, "INSERT INTO db.t VALUES (1, 'a', 7)").await;
     query(&s, "EXPLAIN DELETE FROM db.t WHERE k = 1").await;
     query(&s, "EXPLAIN UPDATE db.t SET v = 'b' WHERE k = 1").await;
-    assert_eq!(query(&s, "SELECT count(*) AS n FROM db.\"t$snapshots\"").await, "+---+\n| n |\n+---+\n| 1 |\n+---+");
+    assert_eq!(
+        query(&s, "SELECT count(*) AS n FROM db.\"t$snapshots\"").await,
+        "+---+\n| n |\n+---+\n| 1 |\n+---+"
+    );
 }
 
 #[tokio::test]
 async fn insert_overwrite_partition_replaces_only_that_partition() {
     let (_dir, s) = session_with_table(PK_TABLE).await;
-    query(&s, "INSERT INTO db.t VALUES (1, 'a', 7), (2, 'b', 7), (3, 'c', 8)").await;
+    query(
+        &s,
+        "INSERT INTO db.t VALUES (1, 'a', 7), (2, 'b', 7), (3, 'c', 8)",
+    )
+    .await;
     query(&s, "INSERT OVERWRITE db.t PARTITION (p = 7) SELECT 5, 'e'").await;
     assert_eq!(
         query(&s, "SELECT * FROM db.t ORDER BY k").await,

@@ -48,7 +48,8 @@ impl Runner {
             } else {
                 let rows = batches.iter().map(|b| b.num_rows()).sum();
                 let format = self.session.context().state().config().options().format.clone();
-                self.print_options.print_batches(schema, &batches, start, rows, &format)?;
+                self.print_options
+                    .print_batches(schema, &batches, start, rows, &format)?;
             }
             return Ok(());
         }
