@@ -1,9 +1,15 @@
 //! Output assembly: a store of input batches plus `(batch, row)` indices, turned into output
-//! batches with `interleave`.
+//! batches.
 
-use arrow::array::RecordBatch;
+use arrow::array::{make_array, ArrayData, MutableArrayData, RecordBatch, RecordBatchOptions};
 use arrow::compute::interleave_record_batch;
 use datafusion::common::Result;
+
+/// Average length of the contiguous stretches (rows in a row of one input batch) from which
+/// copying stretches with `MutableArrayData` beats gathering row by row with `interleave`.
+/// Measured: at ~25 rows per stretch `interleave` still executes fewer instructions; at ~250,
+/// copying needs a third less for the whole merge.
+const MIN_AVERAGE_STRETCH: usize = 64;
 
 #[derive(Debug)]
 pub(super) struct OutputBuilder {
@@ -12,6 +18,7 @@ pub(super) struct OutputBuilder {
     /// `(index into batches, row)` of every output row of the batch being built.
     indices: Vec<(usize, usize)>,
     batch_size: usize,
+    min_average_stretch: usize,
 }
 
 impl OutputBuilder {
@@ -20,6 +27,7 @@ impl OutputBuilder {
             batches: Vec::new(),
             indices: Vec::with_capacity(batch_size),
             batch_size,
+            min_average_stretch: MIN_AVERAGE_STRETCH,
         }
     }
 
@@ -64,22 +72,10 @@ impl OutputBuilder {
         &mut self,
         live: impl Iterator<Item = &'a mut usize>,
     ) -> Result<Option<RecordBatch>> {
-        let output = match self.indices.first() {
-            None => None,
-            Some(&(first_batch, first_row)) => {
-                let contiguous = self
-                    .indices
-                    .iter()
-                    .enumerate()
-                    .all(|(i, &(b, r))| b == first_batch && r == first_row + i);
-                let batch = if contiguous {
-                    self.batches[first_batch].slice(first_row, self.indices.len())
-                } else {
-                    let refs: Vec<&RecordBatch> = self.batches.iter().collect();
-                    interleave_record_batch(&refs, &self.indices)?
-                };
-                Some(batch)
-            }
+        let output = if self.indices.is_empty() {
+            None
+        } else {
+            Some(self.materialize()?)
         };
         self.indices.clear();
 
@@ -92,5 +88,124 @@ impl OutputBuilder {
             self.batches.push(batch);
         }
         Ok(output)
+    }
+
+    /// Gathers the pending (non-empty) output rows. The merge emits rows mostly in contiguous
+    /// stretches of one input batch: a single stretch is returned as a zero-copy slice, long
+    /// stretches are copied range by range, short ones gathered row by row.
+    fn materialize(&self) -> Result<RecordBatch> {
+        let indices = &self.indices;
+        let mut stretches: Vec<(usize, usize, usize)> = Vec::new(); // (batch, start, end)
+        for &(batch, row) in indices {
+            match stretches.last_mut() {
+                Some((b, _, end)) if *b == batch && *end == row => *end += 1,
+                _ => {
+                    stretches.push((batch, row, row + 1));
+                    if stretches.len().saturating_mul(self.min_average_stretch) > indices.len() {
+                        let refs: Vec<&RecordBatch> = self.batches.iter().collect();
+                        return Ok(interleave_record_batch(&refs, indices)?);
+                    }
+                }
+            }
+        }
+        if let [(batch, start, end)] = stretches[..] {
+            return Ok(self.batches[batch].slice(start, end - start));
+        }
+        let schema = self.batches[indices[0].0].schema();
+        let columns = (0..schema.fields().len())
+            .map(|c| {
+                let data: Vec<ArrayData> = self.batches.iter().map(|b| b.column(c).to_data()).collect();
+                let mut out = MutableArrayData::new(data.iter().collect(), false, indices.len());
+                for &(batch, start, end) in &stretches {
+                    out.try_extend(batch, start, end)?;
+                }
+                Ok(make_array(out.freeze()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(indices.len()));
+        Ok(RecordBatch::try_new_with_options(schema, columns, &options)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Int64Array, RecordBatch, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::OutputBuilder;
+
+    /// Interleaving, copying stretches and slicing must produce the same rows.
+    #[test]
+    fn all_gather_strategies_agree() -> datafusion::common::Result<()> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("i", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let batch = |base: i64, n: i64| {
+            let ints: Int64Array = (0..n).map(|i| (i % 5 != 0).then_some(base + i)).collect();
+            let strs: StringArray = (0..n)
+                .map(|i| (i % 7 != 0).then(|| format!("s{}", base + i)))
+                .collect();
+            RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(ints), Arc::new(strs)])
+        };
+        let inputs = [batch(0, 50)?, batch(1000, 30)?, batch(2000, 40)?];
+        let index_sets: Vec<Vec<(usize, usize)>> = vec![
+            (3..40).map(|r| (0, r)).collect(),
+            (0..10)
+                .map(|r| (1, r))
+                .chain((5..25).map(|r| (0, r)))
+                .chain((0..40).map(|r| (2, r)))
+                .collect(),
+            vec![(2, 3), (0, 1), (1, 29), (1, 0), (0, 49), (2, 39)],
+        ];
+        for indices in index_sets {
+            let mut results = vec![];
+            for threshold in [1, 2, usize::MAX] {
+                let mut builder = OutputBuilder::new(1000);
+                builder.min_average_stretch = threshold;
+                for b in &inputs {
+                    builder.push_batch(b.clone());
+                }
+                for &(b, r) in &indices {
+                    builder.push_row(b, r);
+                }
+                let out = builder.build(std::iter::empty())?.expect("rows");
+                assert_eq!(builder.stored_batches(), 0);
+                results.push(out);
+            }
+            let refs: Vec<&RecordBatch> = inputs.iter().collect();
+            let expected = arrow::compute::interleave_record_batch(&refs, &indices)?;
+            for r in results {
+                assert_eq!(r, expected);
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn build_keeps_live_batches_and_renumbers_them() -> datafusion::common::Result<()> {
+        let schema = Arc::new(Schema::new(vec![Field::new("i", DataType::Int64, false)]));
+        let batch =
+            |v: i64| RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(Int64Array::from(vec![v]))]);
+        let mut builder = OutputBuilder::new(10);
+        for v in 0..4 {
+            builder.push_batch(batch(v)?);
+        }
+        builder.push_row(1, 0);
+        builder.push_row(3, 0);
+        let mut live = [3usize, 2];
+        let out = builder.build(live.iter_mut())?.expect("rows");
+        assert_eq!(out.num_rows(), 2);
+        assert_eq!(live, [0, 1]);
+        assert_eq!(builder.stored_batches(), 2);
+        // the renumbered indices address the same batches as before
+        builder.push_row(live[0], 0);
+        builder.push_row(live[1], 0);
+        let out = builder.build(live.iter_mut())?.expect("rows");
+        let values = out.column(0).as_any().downcast_ref::<Int64Array>().expect("i64");
+        assert_eq!(values.values().to_vec(), vec![3, 2]);
+        Ok(())
     }
 }

@@ -20,6 +20,10 @@ pub(super) struct RunCursor {
     /// Index of the batch in the output builder's store.
     pub(super) batch: usize,
     rows: Rows,
+    /// The [`sort_key`] of every row.
+    sort_keys: Vec<u128>,
+    /// `sort_keys[pos]` (while `pos < len`), kept inline for the tree's comparisons.
+    head: u128,
     seqs: ScalarBuffer<i64>,
     kinds: ScalarBuffer<i8>,
     pos: usize,
@@ -32,22 +36,44 @@ pub(super) struct RunCursor {
 }
 
 impl RunCursor {
-    /// Converts the keys of a non-empty `batch` and validates the run's sort order within it.
+    /// Converts the keys of a non-empty `batch` and validates the run's sort order within it
+    /// and against `previous`, the run's preceding (exhausted) cursor, whose allocations are
+    /// reused. `batch` is the new cursor's store index; set it once the batch is stored.
     pub(super) fn try_new(
         batch: &RecordBatch,
-        store_index: usize,
         converter: &RowConverter,
         key_columns: &[usize],
         seq_column: usize,
         kind_column: usize,
+        previous: Option<RunCursor>,
     ) -> Result<Self> {
         let len = batch.num_rows();
-        debug_assert!(len > 0, "cursors are only built over non-empty batches");
+        if len == 0 {
+            return Err(DataFusionError::Internal(
+                "merge: cursors are only built over non-empty batches".into(),
+            ));
+        }
         let keys = key_columns
             .iter()
             .map(|&i| column(batch, i).cloned())
             .collect::<Result<Vec<_>>>()?;
-        let rows = converter.convert_columns(&keys)?;
+        let (rows, mut sort_keys, mut dups) = match previous {
+            None => (converter.convert_columns(&keys)?, Vec::new(), Vec::new()),
+            Some(previous) => {
+                let last = previous.last().owned();
+                let (mut rows, mut sort_keys, mut dups) = (previous.rows, previous.sort_keys, previous.dups);
+                rows.clear();
+                converter.append(&mut rows, &keys)?;
+                if rows.row(0) < last.row() {
+                    return Err(DataFusionError::Execution(
+                        "merge: sorted run is not ordered by primary key across batches".into(),
+                    ));
+                }
+                sort_keys.clear();
+                dups.clear();
+                (rows, sort_keys, dups)
+            }
+        };
 
         let seq = column(batch, seq_column)?;
         let seqs = seq
@@ -74,22 +100,33 @@ impl RunCursor {
             .values()
             .clone();
 
-        let mut dups = Vec::new();
-        for i in 1..len {
-            match rows.row(i).cmp(&rows.row(i - 1)) {
-                Ordering::Greater => {}
-                Ordering::Equal => dups.push(i),
-                Ordering::Less => {
-                    return Err(DataFusionError::Execution(format!(
-                        "merge: sorted run is not ordered by primary key (batch row {i})"
-                    )))
+        sort_keys.reserve(len);
+        sort_keys.extend(rows.iter().map(|row| sort_key(row.data())));
+        // Differing sort keys order their rows exactly, so strictly increasing sort keys mean
+        // sorted without duplicates; otherwise look at every pair (ties may need the bytes).
+        let strictly_increasing = sort_keys.windows(2).all(|w| w[0] < w[1]);
+        if !strictly_increasing {
+            for i in 1..len {
+                let ordering = cmp_sort_keys(sort_keys[i], sort_keys[i - 1], || {
+                    rows.row(i).cmp(&rows.row(i - 1))
+                });
+                match ordering {
+                    Ordering::Greater => {}
+                    Ordering::Equal => dups.push(i),
+                    Ordering::Less => {
+                        return Err(DataFusionError::Execution(format!(
+                            "merge: sorted run is not ordered by primary key (batch row {i})"
+                        )))
+                    }
                 }
             }
         }
 
         Ok(Self {
-            batch: store_index,
+            batch: usize::MAX,
+            head: sort_keys[0],
             rows,
+            sort_keys,
             seqs,
             kinds,
             pos: 0,
@@ -105,15 +142,30 @@ impl RunCursor {
         self.rows.row(self.pos)
     }
 
+    /// The [`sort_key`] of the key at the cursor position.
+    #[inline]
+    pub(super) fn head_sort_key(&self) -> u128 {
+        self.head
+    }
+
+    /// Compares the head keys of two cursors.
+    #[inline]
+    pub(super) fn cmp_head(&self, other: &RunCursor) -> Ordering {
+        cmp_sort_keys(self.head, other.head, || self.current().cmp(&other.current()))
+    }
+
+    /// Compares the key at `row` of this cursor's batch with the head key of `other`.
+    #[inline]
+    pub(super) fn cmp_row_to_head(&self, row: usize, other: &RunCursor) -> Ordering {
+        cmp_sort_keys(self.sort_keys[row], other.head, || {
+            self.key(row).cmp(&other.current())
+        })
+    }
+
     /// The key at an arbitrary row of the current batch.
     #[inline]
     pub(super) fn key(&self, row: usize) -> Row<'_> {
         self.rows.row(row)
-    }
-
-    /// The first key of the batch.
-    pub(super) fn first(&self) -> Row<'_> {
-        self.rows.row(0)
     }
 
     /// The last key of the batch.
@@ -147,13 +199,19 @@ impl RunCursor {
     #[inline]
     pub(super) fn advance(&mut self) -> bool {
         self.pos += 1;
-        self.pos == self.len
+        match self.sort_keys.get(self.pos) {
+            Some(&head) => {
+                self.head = head;
+                false
+            }
+            None => true,
+        }
     }
 
     /// Skips to `pos` (`pos < len`).
     #[inline]
     pub(super) fn skip_to(&mut self, pos: usize) {
-        debug_assert!(pos < self.len);
+        self.head = self.sort_keys[pos];
         self.pos = pos;
     }
 
@@ -169,23 +227,31 @@ impl RunCursor {
         self.dups.get(self.next_dup).copied().unwrap_or(self.len) - 1
     }
 
-    /// The first row in `[lo, hi)` whose key is `>= bound`, or `hi`. Gallops from `lo` so a
-    /// short stretch costs a few comparisons, then binary-searches.
+    /// The first row in `[lo, hi)` whose key is `>=` the head key of `bound`, or `hi`. Scans
+    /// the first few rows (stretches are often short; measured fewer mispredicted branches than
+    /// galloping from the start), then gallops and binary-searches.
     #[inline]
-    pub(super) fn gallop_lower_bound(&self, lo: usize, hi: usize, bound: &Row<'_>) -> usize {
-        if lo >= hi || self.rows.row(lo) >= *bound {
-            return lo;
+    pub(super) fn gallop_lower_bound(&self, lo: usize, hi: usize, bound: &RunCursor) -> usize {
+        const SCAN: usize = 8;
+        let below_bound = |i: usize| self.cmp_row_to_head(i, bound) == Ordering::Less;
+        let scan_end = hi.min(lo + SCAN);
+        let mut i = lo;
+        while i < scan_end && below_bound(i) {
+            i += 1;
         }
-        // invariant: key[below] < bound
-        let mut below = lo;
+        if i < scan_end || i == hi {
+            return i;
+        }
+        // invariant: key[below] < bound; key[above] >= bound or above == hi
+        let mut below = i - 1;
+        let mut above = hi;
         let mut step = 1;
-        let mut above = hi; // exclusive upper end of the search; key[above] >= bound or above == hi
         loop {
             let probe = below + step;
             if probe >= hi {
                 break;
             }
-            if self.rows.row(probe) < *bound {
+            if below_bound(probe) {
                 below = probe;
                 step *= 2;
             } else {
@@ -197,7 +263,7 @@ impl RunCursor {
         let (mut l, mut r) = (below + 1, above);
         while l < r {
             let mid = l + (r - l) / 2;
-            if self.rows.row(mid) < *bound {
+            if below_bound(mid) {
                 l = mid + 1;
             } else {
                 r = mid;
@@ -205,6 +271,78 @@ impl RunCursor {
         }
         l
     }
+}
+
+/// Marks a [`sort_key`] of a row longer than 15 bytes (not exact).
+pub(super) const LONG: u128 = 0xFF;
+
+/// An integer that orders row bytes like `memcmp`, exactly for rows of at most 15 bytes.
+///
+/// Layout (big-endian): the first 15 bytes of the row, zero-padded, then one tag byte: the row
+/// length if it is `<= 15`, else [`LONG`]. Keys of different rows compare like their bytes:
+///
+/// * if the 15-byte prefixes differ, the first difference is a real byte of both rows, or a
+///   padding zero of the shorter row against a non-zero byte of the longer one, in which case
+///   the shorter row is a proper prefix of the longer and sorts first too;
+/// * if the prefixes are equal and one row is short, it is a prefix of the other row: the
+///   shorter row has the smaller tag and sorts first;
+/// * equal keys mean equal rows unless the tag is [`LONG`] (both rows longer than 15 bytes and
+///   sharing 15 bytes); then compare the bytes ([`cmp_sort_keys`]).
+///
+/// Fixed-width keys fit: a non-null Int32 row is 5 bytes, Int64 9, (Int32, Int32) 10, a short
+/// string 10.
+#[inline]
+fn sort_key(data: &[u8]) -> u128 {
+    let len = data.len();
+    if let Some(chunk) = data.first_chunk::<16>() {
+        return (u128::from_be_bytes(*chunk) & !0xFF) | LONG;
+    }
+    // Short rows: two overlapping loads instead of a variable-length copy. `high`/`low` are the
+    // first/last 8 of the 16 bytes; byte 15 is zero (padding) here.
+    let padded = if len >= 8 {
+        let high = be_u64(&data[..8]);
+        // `tail` holds data[len - 8..]; shift out the bytes that overlap `high`
+        let tail = be_u64(&data[len - 8..]);
+        let low = tail.checked_shl(8 * (16 - len) as u32).unwrap_or(0);
+        (u128::from(high) << 64) | u128::from(low)
+    } else if len >= 4 {
+        // the same with 4-byte loads: `tail` holds data[len - 4..]
+        let head = u64::from(be_u32(&data[..4]));
+        let tail = u64::from(be_u32(&data[len - 4..]));
+        let low = (tail << (8 * (8 - len))) & 0xFFFF_FFFF;
+        u128::from((head << 32) | low) << 64
+    } else {
+        let mut high = 0u64;
+        for (i, &byte) in data.iter().enumerate() {
+            high |= u64::from(byte) << (56 - 8 * i);
+        }
+        u128::from(high) << 64
+    };
+    padded | len as u128
+}
+
+/// Compares two rows by their [`sort_key`]s, falling back to `bytes` (comparing the rows'
+/// bytes) only for long rows with equal keys.
+#[inline]
+fn cmp_sort_keys(a: u128, b: u128, bytes: impl FnOnce() -> Ordering) -> Ordering {
+    match a.cmp(&b) {
+        Ordering::Equal if a & 0xFF == LONG => bytes(),
+        ordering => ordering,
+    }
+}
+
+#[inline]
+fn be_u32(bytes: &[u8]) -> u32 {
+    let mut buf = [0u8; 4];
+    buf.copy_from_slice(bytes);
+    u32::from_be_bytes(buf)
+}
+
+#[inline]
+fn be_u64(bytes: &[u8]) -> u64 {
+    let mut buf = [0u8; 8];
+    buf.copy_from_slice(bytes);
+    u64::from_be_bytes(buf)
 }
 
 fn column(batch: &RecordBatch, index: usize) -> Result<&arrow::array::ArrayRef> {
@@ -243,7 +381,7 @@ mod tests {
             ],
         )?;
         let conv = RowConverter::new(vec![SortField::new(DataType::Int32)])?;
-        let c = RunCursor::try_new(&batch, 0, &conv, &[0], 1, 2)?;
+        let c = RunCursor::try_new(&batch, &conv, &[0], 1, 2, None)?;
         Ok((c, conv))
     }
 
@@ -251,16 +389,17 @@ mod tests {
     fn gallop_finds_lower_bound() {
         let keys: Vec<i32> = (0..100).map(|i| i * 2).collect();
         let (c, _conv) = cursor(&keys).expect("cursor");
-        let (probe, _c2) = cursor(&(-5..=205).collect::<Vec<_>>()).expect("cursor");
+        let (mut probe, _c2) = cursor(&(-5..=205).collect::<Vec<_>>()).expect("cursor");
         for lo in [0usize, 1, 7, 50, 99] {
             for hi in [lo, lo + 1, 60, 100] {
                 if hi < lo || hi > 100 {
                     continue;
                 }
                 for b in 0..probe.len {
+                    probe.skip_to(b);
                     let bound = probe.key(b);
                     let expected = (lo..hi).find(|&i| c.key(i) >= bound).unwrap_or(hi);
-                    assert_eq!(c.gallop_lower_bound(lo, hi, &bound), expected);
+                    assert_eq!(c.gallop_lower_bound(lo, hi, &probe), expected);
                 }
             }
         }
@@ -273,6 +412,34 @@ mod tests {
         for (pos, limit) in expect.iter().enumerate() {
             c.skip_to(pos);
             assert_eq!(c.safe_limit(), *limit, "pos {pos}");
+        }
+    }
+
+    /// Sort keys must order byte strings exactly like comparing the bytes.
+    #[test]
+    fn sort_key_order_matches_byte_order() {
+        let mut samples: Vec<Vec<u8>> = vec![vec![], vec![0], vec![0, 0], vec![1], vec![1, 0], vec![255]];
+        let mut state = 7u64;
+        for _ in 0..300 {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = (state >> 59) as usize; // 0..32
+            let mut v: Vec<u8> = (0..len).map(|i| ((state >> (i % 7 * 8)) & 3) as u8).collect();
+            if state & 1 == 0 && !v.is_empty() {
+                v[0] = 0;
+            }
+            samples.push(v);
+        }
+        for a in &samples {
+            for b in &samples {
+                let (ka, kb) = (super::sort_key(a), super::sort_key(b));
+                let got = super::cmp_sort_keys(ka, kb, || a.cmp(b));
+                assert_eq!(got, a.cmp(b), "{a:?} vs {b:?}");
+                if a.len() <= 15 && b.len() <= 15 {
+                    assert_eq!(ka.cmp(&kb), a.cmp(b), "short {a:?} vs {b:?}");
+                }
+            }
         }
     }
 

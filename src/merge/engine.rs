@@ -4,10 +4,12 @@
 //! monomorphized into the hot loop: deduplicate pays no dynamic dispatch per row.
 
 /// Paimon row kind `+I` (insert).
+#[allow(dead_code)] // the complete set of kinds, for readers of `_VALUE_KIND` and tests
 pub(crate) const KIND_INSERT: i8 = 0;
 /// Paimon row kind `-U` (update before; a retraction).
 pub(crate) const KIND_UPDATE_BEFORE: i8 = 1;
 /// Paimon row kind `+U` (update after).
+#[allow(dead_code)] // the complete set of kinds, for readers of `_VALUE_KIND` and tests
 pub(crate) const KIND_UPDATE_AFTER: i8 = 2;
 /// Paimon row kind `-D` (delete; a retraction).
 pub(crate) const KIND_DELETE: i8 = 3;

@@ -12,7 +12,12 @@
 //! # Algorithm
 //!
 //! * Every incoming batch has its key columns converted once into `arrow::row::Rows` by one
-//!   `RowConverter` shared by all runs ([`cursor`]). Comparing two keys is then a `memcmp`.
+//!   `RowConverter` shared by all runs ([`cursor`]). Alongside, each row gets a 16-byte *sort
+//!   key*: its first 15 bytes plus its length, an integer that orders rows exactly like their
+//!   bytes whenever a row has at most 15 bytes (every fixed-width key up to `(Int64, Int32)`,
+//!   short strings). Comparing two keys is then one `u128` comparison; only equal sort keys of
+//!   longer rows fall back to comparing the `Row` bytes. The same pass checks that the batch is
+//!   sorted and records keys the run repeats.
 //! * A cursor per run points into its current batch; a loser tree ([`loser_tree`]) orders the
 //!   cursors by `(current key, run index)`.
 //! * **Bulk path.** Let `w` be the smallest cursor and `r` the runner-up (the best loser on
@@ -25,10 +30,11 @@
 //!   equals it is fed to the merge engine ([`engine`]) as it reaches the top of the tree. When
 //!   the next head has a different key the engine names the winner (or drops the key). For the
 //!   `deduplicate` engine the record with the highest `(sequence number, run index)` wins.
-//! * Output rows are collected as `(batch, row)` indices and materialized with
-//!   `arrow::compute::interleave` in batches of `batch_size` rows ([`builder`]); an output batch
-//!   that is a single contiguous slice of one input batch is emitted zero-copy. After each output
-//!   batch, input batches that no cursor still reads are released, so at most about two batches
+//! * Output rows are collected as `(batch, row)` indices and materialized in batches of
+//!   `batch_size` rows ([`builder`]): gathered with `arrow::compute::interleave` when the
+//!   contiguous stretches are short, copied stretch by stretch (`MutableArrayData`) when they
+//!   are long, and returned as a zero-copy slice when the whole batch is one stretch. After each
+//!   output batch, input batches that no cursor still reads are released, so about two batches
 //!   per run are held.
 //! * Runs are polled asynchronously: the first batch of every run is awaited concurrently, later
 //!   a run's next batch only when its cursor is exhausted ([`stream`]). Empty batches are skipped.
@@ -69,9 +75,7 @@ use arrow::datatypes::{DataType, Int8Type, SchemaRef};
 use arrow::row::{RowConverter, SortField};
 use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::SendableRecordBatchStream;
-use datafusion::physical_plan::metrics::{
-    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder,
-};
+use datafusion::physical_plan::metrics::{BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 
@@ -111,10 +115,8 @@ impl MergeMetrics {
         Self {
             baseline: BaselineMetrics::new(metrics, partition),
             input_rows: MetricBuilder::new(metrics).counter("merge_input_rows", partition),
-            rows_merged_away: MetricBuilder::new(metrics)
-                .counter("merge_rows_merged_away", partition),
-            retracts_dropped: MetricBuilder::new(metrics)
-                .counter("merge_retracts_dropped", partition),
+            rows_merged_away: MetricBuilder::new(metrics).counter("merge_rows_merged_away", partition),
+            retracts_dropped: MetricBuilder::new(metrics).counter("merge_retracts_dropped", partition),
         }
     }
 }
@@ -195,6 +197,9 @@ fn validate(schema: &SchemaRef, options: &MergeOptions) -> Result<RowConverter> 
 
 /// Single-run case: no merge needed, but drop retract rows (`-U`, `-D`) with a vectorized
 /// filter. Returns the batch itself (no copy) if it has no retracts.
+///
+/// Only valid for a run that holds each key once (a Paimon data file does); a run that may
+/// repeat keys needs [`merge_sorted_runs`] even alone.
 pub(crate) fn drop_retracts(batch: &RecordBatch, kind_column: usize) -> Result<RecordBatch> {
     let column = batch.columns().get(kind_column).ok_or_else(|| {
         DataFusionError::Execution(format!(

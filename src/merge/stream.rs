@@ -6,24 +6,38 @@ use std::time::Instant;
 
 use arrow::array::RecordBatch;
 use arrow::row::{OwnedRow, RowConverter};
-use datafusion::common::{DataFusionError, Result};
+use datafusion::common::Result;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
 
 use super::builder::OutputBuilder;
-use super::cursor::RunCursor;
+use super::cursor::{RunCursor, LONG};
 use super::engine::MergeFunction;
-use super::loser_tree::LoserTree;
+use super::loser_tree::{Leaf, LoserTree};
 use super::{MergeMetrics, MergeOptions};
 
 /// Strict order of cursors for the loser tree: by current key, then by run index; finished
-/// cursors sort last.
-#[inline]
-fn cursor_gt(cursors: &[Option<RunCursor>], a: usize, b: usize) -> bool {
+/// cursors (whose sort key is `u128::MAX`) sort last.
+///
+/// Decided on the cached sort keys; only equal keys of rows longer than 15 bytes, and finished
+/// cursors (`u128::MAX` is a "long" key), need the cursors ([`cursor_gt_slow`]).
+#[inline(always)]
+fn leaf_gt(cursors: &[Option<RunCursor>], a: Leaf, b: Leaf) -> bool {
+    let equal = a.key == b.key;
+    if equal && a.key & LONG == LONG {
+        return cursor_gt_slow(cursors, a.index, b.index);
+    }
+    // no branch on the (unpredictable) outcome
+    (a.key > b.key) | (equal & (a.index > b.index))
+}
+
+#[cold]
+#[inline(never)]
+fn cursor_gt_slow(cursors: &[Option<RunCursor>], a: usize, b: usize) -> bool {
     match (&cursors[a], &cursors[b]) {
         (None, _) => true,
         (_, None) => false,
-        (Some(ca), Some(cb)) => match ca.current().cmp(&cb.current()) {
+        (Some(ca), Some(cb)) => match ca.cmp_head(cb) {
             std::cmp::Ordering::Equal => a > b,
             ordering => ordering == std::cmp::Ordering::Greater,
         },
@@ -76,9 +90,7 @@ pub(super) struct MergeStream<F: MergeFunction> {
 }
 
 /// Next non-empty batch of a run; sets the run to `None` at its end.
-async fn next_non_empty(
-    run: &mut Option<SendableRecordBatchStream>,
-) -> Result<Option<RecordBatch>> {
+async fn next_non_empty(run: &mut Option<SendableRecordBatchStream>) -> Result<Option<RecordBatch>> {
     while let Some(stream) = run.as_mut() {
         match stream.next().await {
             Some(Ok(batch)) if batch.num_rows() == 0 => continue,
@@ -119,8 +131,7 @@ impl<F: MergeFunction> MergeStream<F> {
     pub(super) async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         if self.tree.is_none() {
             // first batch of every run, fetched concurrently
-            let firsts =
-                futures::future::try_join_all(self.runs.iter_mut().map(next_non_empty)).await?;
+            let firsts = futures::future::try_join_all(self.runs.iter_mut().map(next_non_empty)).await?;
             let start = Instant::now();
             for (run, batch) in firsts.into_iter().enumerate() {
                 if let Some(batch) = batch {
@@ -128,9 +139,11 @@ impl<F: MergeFunction> MergeStream<F> {
                 }
             }
             let cursors = &self.cursors;
-            self.tree = Some(LoserTree::new(cursors.len(), |a, b| {
-                cursor_gt(cursors, a, b)
-            }));
+            let keys: Vec<u128> = cursors
+                .iter()
+                .map(|c| c.as_ref().map_or(u128::MAX, RunCursor::head_sort_key))
+                .collect();
+            self.tree = Some(LoserTree::new(&keys, |a, b| leaf_gt(cursors, a, b)));
             self.metrics.baseline.elapsed_compute().add_elapsed(start);
         }
         loop {
@@ -169,23 +182,16 @@ impl<F: MergeFunction> MergeStream<F> {
 
     /// Makes `batch` the current batch of `run`'s cursor, checking that the run stays sorted.
     fn install(&mut self, run: usize, batch: RecordBatch) -> Result<()> {
-        let cursor = RunCursor::try_new(
+        let mut cursor = RunCursor::try_new(
             &batch,
-            usize::MAX, // set below, once the batch is accepted
             &self.converter,
             &self.options.key_columns,
             self.options.seq_column,
             self.options.kind_column,
-        )?;
-        if let Some(previous) = &self.cursors[run] {
-            if cursor.first() < previous.last() {
-                return Err(DataFusionError::Execution(format!(
-                    "merge: sorted run {run} is not ordered by primary key across batches"
-                )));
-            }
-        }
+            self.cursors[run].take(),
+        )
+        .map_err(|e| e.context(format!("sorted run {run}")))?;
         self.input_rows += batch.num_rows();
-        let mut cursor = cursor;
         cursor.batch = self.builder.push_batch(batch);
         self.cursors[run] = Some(cursor);
         Ok(())
@@ -196,17 +202,13 @@ impl<F: MergeFunction> MergeStream<F> {
     async fn refill(&mut self, run: usize) -> Result<()> {
         // The open group's key may live in the batch being replaced: copy it out (once per
         // batch at most).
-        if let Some(Group {
-            key: key @ GroupKey::Cursor { .. },
-            ..
-        }) = &mut self.group
-        {
-            if let GroupKey::Cursor { run: r, pos } = *key {
+        if let Some(group) = &mut self.group {
+            if let GroupKey::Cursor { run: r, pos } = group.key {
                 if r == run {
                     let cursor = self.cursors[run]
                         .as_ref()
                         .expect("a cursor needing a refill is live");
-                    *key = GroupKey::Owned(cursor.key(pos).owned());
+                    group.key = GroupKey::Owned(cursor.key(pos).owned());
                 }
             }
         }
@@ -218,10 +220,11 @@ impl<F: MergeFunction> MergeStream<F> {
             None => self.cursors[run] = None,
         }
         let cursors = &self.cursors;
+        let key = cursors[run].as_ref().map_or(u128::MAX, RunCursor::head_sort_key);
         self.tree
             .as_mut()
             .expect("the tree is built before any refill")
-            .replay(|a, b| cursor_gt(cursors, a, b));
+            .replay(key, |a, b| leaf_gt(cursors, a, b));
         self.metrics.baseline.elapsed_compute().add_elapsed(start);
         Ok(())
     }
@@ -239,6 +242,9 @@ impl<F: MergeFunction> MergeStream<F> {
             ..
         } = self;
         let tree = tree.as_mut().expect("the tree is built before merging");
+        // Set when a bulk stretch ended at a key equal to another run's head: the next step
+        // opens a group for that key, so the bulk attempt (runner-up, gallop) can be skipped.
+        let mut group_follows = false;
         loop {
             if let Some(open) = group {
                 // continue the open group while the smallest head has the group's key
@@ -250,7 +256,7 @@ impl<F: MergeFunction> MergeStream<F> {
                             let owner = cursors[*run]
                                 .as_ref()
                                 .expect("a group key's cursor is live until refilled");
-                            owner.key(*pos) == head.current()
+                            owner.cmp_row_to_head(*pos, head).is_eq()
                         }
                         GroupKey::Owned(key) => key.row() == head.current(),
                     },
@@ -262,7 +268,8 @@ impl<F: MergeFunction> MergeStream<F> {
                     if head.advance() {
                         return Ok(Progress::NeedRefill(w));
                     }
-                    tree.replay(|a, b| cursor_gt(cursors, a, b));
+                    let key = head.head_sort_key();
+                    tree.replay(key, |a, b| leaf_gt(cursors, a, b));
                     continue;
                 }
                 *merged_away += open.size - 1;
@@ -286,14 +293,17 @@ impl<F: MergeFunction> MergeStream<F> {
             // (and followed by a greater key in the same run) are the only record of their key.
             let pos = head.pos();
             let limit = head.safe_limit().min(pos + builder.capacity());
-            if pos < limit {
-                let runner_up = tree.runner_up(|a, b| cursor_gt(cursors, a, b));
+            if pos < limit && !std::mem::take(&mut group_follows) {
+                let runner_up = tree.runner_up(|a, b| leaf_gt(cursors, a, b));
                 let head = cursors[w].as_ref().expect("checked above");
-                let end = match runner_up.and_then(|r| cursors[r].as_ref()) {
-                    Some(other) => head.gallop_lower_bound(pos, limit, &other.current()),
+                let other = runner_up.and_then(|r| cursors[r].as_ref());
+                let end = match other {
+                    Some(other) => head.gallop_lower_bound(pos, limit, other),
                     None => limit,
                 };
                 if end > pos {
+                    group_follows =
+                        end < limit && other.is_some_and(|other| head.cmp_row_to_head(end, other).is_eq());
                     let batch = head.batch;
                     let kinds = &head.kinds()[pos..end];
                     let mut kept_from = pos;
@@ -306,8 +316,10 @@ impl<F: MergeFunction> MergeStream<F> {
                     }
                     builder.push_range(batch, kept_from, end);
                     // end <= safe_limit < len: the cursor stays live
-                    cursors[w].as_mut().expect("checked above").skip_to(end);
-                    tree.replay(|a, b| cursor_gt(cursors, a, b));
+                    let head = cursors[w].as_mut().expect("checked above");
+                    head.skip_to(end);
+                    let key = head.head_sort_key();
+                    tree.replay(key, |a, b| leaf_gt(cursors, a, b));
                     continue;
                 }
             }
@@ -322,7 +334,8 @@ impl<F: MergeFunction> MergeStream<F> {
             if head.advance() {
                 return Ok(Progress::NeedRefill(w));
             }
-            tree.replay(|a, b| cursor_gt(cursors, a, b));
+            let key = head.head_sort_key();
+            tree.replay(key, |a, b| leaf_gt(cursors, a, b));
         }
     }
 

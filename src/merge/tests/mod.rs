@@ -1,11 +1,11 @@
-//! Tests of the k-way merge against hand-written cases and a naive model.
+//! Tests of the k-way merge: hand-written cases here, a randomized comparison with a naive
+//! model in [`random`].
 
-use std::collections::BTreeMap;
+mod random;
+
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray,
-};
+use arrow::array::{Array, ArrayRef, AsArray, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, Int8Type, Schema, SchemaRef};
 use arrow::row::{RowConverter, SortField};
 use datafusion::common::Result;
@@ -80,17 +80,13 @@ fn to_batch(schema: &SchemaRef, recs: &[Rec]) -> RecordBatch {
     let vals: ArrayRef = Arc::new(StringArray::from_iter_values(recs.iter().map(|r| &r.3)));
     let mut columns = vec![];
     let k1: ArrayRef = match schema.field(0).data_type() {
-        DataType::Int32 => Arc::new(Int32Array::from_iter_values(recs.iter().map(|r| {
-            match &r.0 {
-                Key::Int(k) | Key::Pair(k, _) => *k,
-                Key::Str(_) => unreachable!(),
-            }
+        DataType::Int32 => Arc::new(Int32Array::from_iter_values(recs.iter().map(|r| match &r.0 {
+            Key::Int(k) | Key::Pair(k, _) => *k,
+            Key::Str(_) => unreachable!(),
         }))),
-        _ => Arc::new(StringArray::from_iter_values(recs.iter().map(|r| {
-            match &r.0 {
-                Key::Str(s) => s.as_str(),
-                _ => unreachable!(),
-            }
+        _ => Arc::new(StringArray::from_iter_values(recs.iter().map(|r| match &r.0 {
+            Key::Str(s) => s.as_str(),
+            _ => unreachable!(),
         }))),
     };
     columns.extend([k1, seqs, kinds, vals]);
@@ -183,7 +179,11 @@ async fn merge(
 fn check_batches(batches: &[RecordBatch], batch_size: usize) -> Vec<Rec> {
     for b in batches {
         assert!(b.num_rows() > 0, "empty output batch");
-        assert!(b.num_rows() <= batch_size, "batch of {} > {batch_size}", b.num_rows());
+        assert!(
+            b.num_rows() <= batch_size,
+            "batch of {} > {batch_size}",
+            b.num_rows()
+        );
     }
     batches.iter().flat_map(from_batch).collect()
 }
@@ -262,7 +262,12 @@ fn cases() -> Vec<Case> {
         Case {
             name: "key repeated within one run: higher seq wins",
             runs: vec![
-                vec![int(1, 1, I, "a"), int(1, 4, UA, "a4"), int(1, 3, UA, "a3"), int(2, 2, I, "b")],
+                vec![
+                    int(1, 1, I, "a"),
+                    int(1, 4, UA, "a4"),
+                    int(1, 3, UA, "a3"),
+                    int(2, 2, I, "b"),
+                ],
                 vec![int(0, 9, I, "z"), int(3, 9, I, "c")],
             ],
             keep_retracts: false,
@@ -403,106 +408,12 @@ async fn many_small_batches_and_small_output_batches() -> Result<()> {
     Ok(())
 }
 
-/// A small deterministic PRNG (splitmix64), so failures reproduce from the printed seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-/// The deduplicate semantics, spelled out naively.
-fn model(runs: &[Vec<Rec>], keep_retracts: bool) -> Vec<Rec> {
-    let mut best: BTreeMap<Key, (i64, usize, Rec)> = BTreeMap::new();
-    for (run, recs) in runs.iter().enumerate() {
-        for rec in recs {
-            let replace = match best.get(&rec.0) {
-                None => true,
-                Some((seq, r, _)) => (rec.1, run) >= (*seq, *r),
-            };
-            if replace {
-                best.insert(rec.0.clone(), (rec.1, run, rec.clone()));
-            }
-        }
-    }
-    best.into_values()
-        .map(|(_, _, rec)| rec)
-        .filter(|rec| keep_retracts || !is_retract(rec.2))
-        .collect()
-}
-
-fn random_runs(rng: &mut Rng, strings: bool, seq_by_run: bool) -> Vec<Vec<Rec>> {
-    let num_runs = 1 + rng.below(5) as usize;
-    let key_space = 1 + rng.below(300) as i32;
-    (0..num_runs)
-        .map(|run| {
-            let density = rng.below(100);
-            let mut keys: Vec<i32> = (0..key_space).filter(|_| rng.below(100) < density).collect();
-            // occasionally repeat a key within the run
-            if !keys.is_empty() && rng.below(4) == 0 {
-                let k = keys[rng.below(keys.len() as u64) as usize];
-                keys.push(k);
-                keys.sort();
-            }
-            let base = if seq_by_run { run as i64 * 1_000_000 } else { 0 };
-            let mut recs: Vec<Rec> = keys
-                .into_iter()
-                .map(|k| {
-                    let kind = [I, I, I, UA, UB, D][rng.below(6) as usize];
-                    let seq = base + rng.below(50) as i64;
-                    let key = if strings {
-                        // mixes ASCII and multi-byte characters so byte order matters
-                        Key::Str(format!("{}{}", ["a", "Z", "é", "ß", ""][(k % 5) as usize], k))
-                    } else {
-                        Key::Int(k - key_space / 2)
-                    };
-                    (key, seq, kind, format!("r{run}k{k}s{seq}"))
-                })
-                .collect();
-            recs.sort_by(|a, b| match (&a.0, &b.0) {
-                (Key::Str(x), Key::Str(y)) => x.as_bytes().cmp(y.as_bytes()),
-                (x, y) => x.cmp(y),
-            });
-            recs
-        })
-        .collect()
-}
-
-#[tokio::test]
-async fn randomized_against_model() -> Result<()> {
-    for seed in 0..400u64 {
-        let mut rng = Rng(seed);
-        let strings = seed % 3 == 0;
-        let seq_by_run = seed % 4 != 0;
-        let keep_retracts = seed % 5 == 0;
-        let runs = random_runs(&mut rng, strings, seq_by_run);
-        let sizes: Vec<usize> = (0..3).map(|_| rng.below(40) as usize).chain([1]).collect();
-        let batch_size = 1 + rng.below(64) as usize;
-        let batches = merge(&runs, &sizes, keep_retracts, batch_size).await?;
-        let got = check_batches(&batches, batch_size);
-        let mut expected = model(&runs, keep_retracts);
-        if strings {
-            expected.sort_by(|a, b| match (&a.0, &b.0) {
-                (Key::Str(x), Key::Str(y)) => x.as_bytes().cmp(y.as_bytes()),
-                _ => unreachable!(),
-            });
-        }
-        assert_eq!(got, expected, "seed {seed}, sizes {sizes:?}, batch_size {batch_size}");
-    }
-    Ok(())
-}
-
 #[tokio::test]
 async fn unsorted_run_is_an_error() {
-    let runs = vec![vec![int(1, 1, I, "a"), int(3, 1, I, "c")], vec![int(5, 2, I, "e"), int(2, 2, I, "b")]];
+    let runs = vec![
+        vec![int(1, 1, I, "a"), int(3, 1, I, "c")],
+        vec![int(5, 2, I, "e"), int(2, 2, I, "b")],
+    ];
     // within a batch
     let err = merge(&runs, &[10], false, 10).await.expect_err("unsorted");
     assert!(err.to_string().contains("not ordered"), "{err}");
@@ -597,8 +508,7 @@ async fn input_batches_are_released() -> Result<()> {
         .collect();
     let converter = RowConverter::new(fields)?;
     let metrics = MergeMetrics::new(&ExecutionPlanMetricsSet::new(), 0);
-    let mut state =
-        stream::MergeStream::new(streams, converter, options, metrics, Deduplicate::new(false));
+    let mut state = stream::MergeStream::new(streams, converter, options, metrics, Deduplicate::new(false));
     let mut total = 0;
     while let Some(batch) = state.next_batch().await? {
         total += batch.num_rows();
@@ -628,7 +538,10 @@ fn drop_retracts_filters_retract_kinds() -> Result<()> {
     // nothing to drop: the same batch comes back
     let clean = to_batch(&schema, &[int(1, 1, I, "a")]);
     let out = drop_retracts(&clean, 2)?;
-    assert_eq!(out.column(0).to_data().buffers()[0].as_ptr(), clean.column(0).to_data().buffers()[0].as_ptr());
+    assert_eq!(
+        out.column(0).to_data().buffers()[0].as_ptr(),
+        clean.column(0).to_data().buffers()[0].as_ptr()
+    );
     // wrong column type or index
     assert!(drop_retracts(&batch, 1).is_err());
     assert!(drop_retracts(&batch, 9).is_err());

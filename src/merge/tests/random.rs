@@ -1,0 +1,120 @@
+//! The merge against a naive `BTreeMap` model of deduplicate, over random runs.
+
+use std::collections::BTreeMap;
+
+use super::*;
+
+/// A small deterministic PRNG (splitmix64), so failures reproduce from the printed seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// The deduplicate semantics, spelled out naively.
+fn model(runs: &[Vec<Rec>], keep_retracts: bool) -> Vec<Rec> {
+    let mut best: BTreeMap<Key, (i64, usize, Rec)> = BTreeMap::new();
+    for (run, recs) in runs.iter().enumerate() {
+        for rec in recs {
+            let replace = match best.get(&rec.0) {
+                None => true,
+                Some((seq, r, _)) => (rec.1, run) >= (*seq, *r),
+            };
+            if replace {
+                best.insert(rec.0.clone(), (rec.1, run, rec.clone()));
+            }
+        }
+    }
+    best.into_values()
+        .map(|(_, _, rec)| rec)
+        .filter(|rec| keep_retracts || !is_retract(rec.2))
+        .collect()
+}
+
+/// How [`random_runs`] turns an integer into a key.
+#[derive(Clone, Copy, PartialEq)]
+enum KeyStyle {
+    Int,
+    /// Strings of at most 7 bytes (their rows fit the exact 15-byte sort keys).
+    ShortString,
+    /// A third of the strings share a 30-byte prefix: their rows tie on the 15-byte sort key
+    /// and are ordered by comparing the row bytes.
+    LongString,
+}
+
+fn random_runs(rng: &mut Rng, style: KeyStyle, seq_by_run: bool) -> Vec<Vec<Rec>> {
+    let num_runs = 1 + rng.below(5) as usize;
+    let key_space = 1 + rng.below(300) as i32;
+    (0..num_runs)
+        .map(|run| {
+            let density = rng.below(100);
+            let mut keys: Vec<i32> = (0..key_space).filter(|_| rng.below(100) < density).collect();
+            // occasionally repeat a key within the run
+            if !keys.is_empty() && rng.below(4) == 0 {
+                let k = keys[rng.below(keys.len() as u64) as usize];
+                keys.push(k);
+                keys.sort();
+            }
+            let base = if seq_by_run { run as i64 * 1_000_000 } else { 0 };
+            let mut recs: Vec<Rec> = keys
+                .into_iter()
+                .map(|k| {
+                    let kind = [I, I, I, UA, UB, D][rng.below(6) as usize];
+                    let seq = base + rng.below(50) as i64;
+                    // mixes ASCII and multi-byte characters so byte order matters
+                    let short = || format!("{}{}", ["a", "Z", "é", "ß", ""][(k % 5) as usize], k);
+                    let key = match style {
+                        KeyStyle::Int => Key::Int(k - key_space / 2),
+                        KeyStyle::ShortString => Key::Str(short()),
+                        KeyStyle::LongString if k % 3 == 0 => {
+                            Key::Str(format!("a-shared-prefix-of-thirty-bytes{}", short()))
+                        }
+                        KeyStyle::LongString => Key::Str(short()),
+                    };
+                    (key, seq, kind, format!("r{run}k{k}s{seq}"))
+                })
+                .collect();
+            recs.sort_by(|a, b| match (&a.0, &b.0) {
+                (Key::Str(x), Key::Str(y)) => x.as_bytes().cmp(y.as_bytes()),
+                (x, y) => x.cmp(y),
+            });
+            recs
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn randomized_against_model() -> Result<()> {
+    for seed in 0..400u64 {
+        let mut rng = Rng(seed);
+        let style = [KeyStyle::Int, KeyStyle::ShortString, KeyStyle::LongString][(seed % 3) as usize];
+        let seq_by_run = seed % 4 != 0;
+        let keep_retracts = seed % 5 == 0;
+        let runs = random_runs(&mut rng, style, seq_by_run);
+        let sizes: Vec<usize> = (0..3).map(|_| rng.below(40) as usize).chain([1]).collect();
+        let batch_size = 1 + rng.below(64) as usize;
+        let batches = merge(&runs, &sizes, keep_retracts, batch_size).await?;
+        let got = check_batches(&batches, batch_size);
+        let mut expected = model(&runs, keep_retracts);
+        if style != KeyStyle::Int {
+            expected.sort_by(|a, b| match (&a.0, &b.0) {
+                (Key::Str(x), Key::Str(y)) => x.as_bytes().cmp(y.as_bytes()),
+                _ => unreachable!(),
+            });
+        }
+        assert_eq!(
+            got, expected,
+            "seed {seed}, sizes {sizes:?}, batch_size {batch_size}"
+        );
+    }
+    Ok(())
+}
