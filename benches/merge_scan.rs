@@ -16,8 +16,7 @@ use tokio::runtime::Runtime;
 
 // Sums and a string function over every column: Parquet statistics cannot answer these, so both
 // sides decode every value (min/max alone would be answered from file metadata by DataFusion).
-const QUERY_COLUMNS: &str =
-    "sum(id), sum(v1), sum(v2), max(length(v3)), sum(v4), count(*)";
+const QUERY_COLUMNS: &str = "sum(id), sum(v1), sum(v2), max(length(v3)), sum(v4), count(*)";
 
 struct Setup {
     _dir: tempfile::TempDir,
@@ -35,7 +34,10 @@ fn setup(rt: &Runtime) -> Setup {
         .and_then(|v| v.parse().ok())
         .unwrap_or(2_000_000);
     // DataFusion's listing table skips hidden paths, so the directory name must not start with '.'.
-    let dir = tempfile::Builder::new().prefix("merge-scan-").tempdir().expect("temp dir");
+    let dir = tempfile::Builder::new()
+        .prefix("merge-scan-")
+        .tempdir()
+        .expect("temp dir");
     rt.block_on(async {
         for (name, runs) in [("one_run", 1), ("five_runs", 5)] {
             let spec = GeneratedTable {
@@ -64,8 +66,13 @@ fn setup(rt: &Runtime) -> Setup {
                     }
                 }
             }
-            let df = plain.read_parquet(files, ParquetReadOptions::default()).await.expect("read parquet");
-            plain.register_table(format!("plain_{name}"), df.into_view()).expect("register");
+            let df = plain
+                .read_parquet(files, ParquetReadOptions::default())
+                .await
+                .expect("read parquet");
+            plain
+                .register_table(format!("plain_{name}"), df.into_view())
+                .expect("register");
         }
         Setup {
             _dir: dir,

@@ -18,19 +18,19 @@
 //! * `catalog`: a warehouse as a DataFusion catalog.
 //! * [`sql`]: session set-up (`SET paimon.*` options, default catalog).
 
-pub mod error;
-pub mod spec;
-pub(crate) mod io;
-pub(crate) mod meta;
-pub(crate) mod merge;
-pub mod scan;
-pub(crate) mod write;
-pub mod table;
-pub(crate) mod system_tables;
 pub mod catalog;
+pub mod error;
+pub(crate) mod io;
+pub(crate) mod merge;
+pub(crate) mod meta;
+pub mod scan;
+pub mod spec;
 pub mod sql;
+pub(crate) mod system_tables;
+pub mod table;
 #[doc(hidden)]
 pub mod testing;
+pub(crate) mod write;
 
 pub use catalog::PaimonCatalog;
 pub use error::{Error, Result};

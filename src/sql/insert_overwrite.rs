@@ -3,7 +3,6 @@
 //! columns in table order; the partition given by the spec is replaced in one OVERWRITE commit.
 
 use std::any::Any;
-use std::sync::Arc;
 
 use datafusion::common::{plan_datafusion_err, plan_err, Result, ScalarValue};
 use datafusion::dataframe::DataFrame;
