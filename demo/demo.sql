@@ -1,45 +1,44 @@
--- A tour of datafusion-paimon over real tables written by pypaimon 2.1.0.
---
---   cargo run --bin paimon-sql -- --warehouse tests/fixtures/pypaimon-2.1.0/warehouse -f demo/demo.sql
---
--- pk.dedup_basic: primary key `id`, deduplicate merge engine, 4 commits (inserts, updates,
--- deletes, then a re-insert and a retract). Every data file is level 0, so each read is a
--- merge-on-read over overlapping sorted runs.
+-- paimon-sql demo against the default local warehouse (./warehouse):
+--   cargo run --bin paimon-sql -- -f demo/demo.sql
+-- Creates a primary-key table, writes, changes and reads it, time-travels and shows metadata.
+-- Re-runnable: the demo database is dropped first.
 
--- 1. The latest state: 18 rows (ids 1, 5, 7, 21 were deleted or retracted).
-SELECT * FROM pk.dedup_basic ORDER BY id;
+DROP DATABASE IF EXISTS demo CASCADE;
+CREATE DATABASE demo;
 
--- 2. Time travel: snapshot 1 held the 20 freshly inserted rows.
+CREATE TABLE demo.orders (
+    order_id BIGINT,
+    customer STRING,
+    amount   DECIMAL(10, 2),
+    dt       STRING,
+    PRIMARY KEY (order_id, dt) NOT ENFORCED
+) PARTITIONED BY (dt) WITH ('bucket' = '2');
+
+-- Snapshot 1: three orders; a repeated key keeps its last version (deduplicate engine).
+INSERT INTO demo.orders VALUES
+    (1, 'alice', 10.50, '2024-01-01'),
+    (2, 'bob',   20.00, '2024-01-01'),
+    (3, 'carol', 30.25, '2024-01-02'),
+    (1, 'alice', 11.50, '2024-01-01');
+
+-- Snapshots 2-4: an upsert, a row-level update and a delete (each one APPEND snapshot).
+INSERT INTO demo.orders VALUES (2, 'bob', 25.00, '2024-01-01');
+UPDATE demo.orders SET amount = 99.99 WHERE order_id = 3;
+DELETE FROM demo.orders WHERE order_id = 1;
+
+SELECT * FROM demo.orders ORDER BY order_id;
+
+-- Time travel to the first snapshot, then back.
 SET paimon.scan.snapshot-id = '1';
-SELECT count(*) AS rows_at_snapshot_1, min(id) AS min_id, max(id) AS max_id FROM pk.dedup_basic;
+SELECT * FROM demo.orders ORDER BY order_id;
 RESET paimon.scan.snapshot-id;
 
--- ... and by tag: `after_updates` was taken after commit 2 (22 rows).
-SET paimon.scan.tag-name = 'after_updates';
-SELECT count(*) AS rows_at_tag FROM pk.dedup_basic;
-RESET paimon.scan.tag-name;
+-- Metadata: snapshots, files (partition, bucket, level), and the row kinds of the merged view.
+SELECT snapshot_id, commit_kind, total_record_count, delta_record_count FROM demo."orders$snapshots";
+SELECT partition, bucket, level, record_count, min_key, max_key FROM demo."orders$files" ORDER BY partition, bucket, min_sequence_number;
+SELECT * FROM demo."orders$audit_log" ORDER BY order_id;
 
--- 3. System tables: the commit history, the live data files, and the row kinds of the
---    merged rows (`$audit_log` keeps the -D rows a normal read drops).
-SELECT snapshot_id, schema_id, commit_kind, total_record_count, delta_record_count
-FROM pk.dedup_basic$snapshots
-ORDER BY snapshot_id;
-
-SELECT bucket, level, record_count, min_key, max_key, min_sequence_number, max_sequence_number
-FROM pk.dedup_basic$files
-ORDER BY min_sequence_number;
-
-SELECT rowkind, count(*) AS rows FROM pk.dedup_basic$audit_log GROUP BY rowkind ORDER BY rowkind;
-
--- 4. An aggregate over a partitioned table: pk.partitioned_b4 is partitioned by dt with 4
---    buckets; its last commit overwrote one partition.
-SELECT dt, count(*) AS rows, sum(amount) AS total_amount, max(ts) AS last_ts
-FROM pk.partitioned_b4
-GROUP BY dt
-ORDER BY dt;
-
--- 5. The plan: partition and key predicates prune splits below the merge; the value
---    predicate (amount) is applied after it.
-EXPLAIN SELECT id, v, amount
-FROM pk.partitioned_b4
-WHERE dt = '2024-01-02' AND id BETWEEN 3 AND 5 AND amount > 0;
+-- Replace one partition (OVERWRITE snapshot), then the merge-on-read plan.
+INSERT OVERWRITE demo.orders PARTITION (dt = '2024-01-02') SELECT 7, 'dave', 70.00;
+SELECT dt, count(*) AS orders, sum(amount) AS total FROM demo.orders GROUP BY dt ORDER BY dt;
+EXPLAIN SELECT * FROM demo.orders WHERE order_id = 2;
