@@ -70,6 +70,9 @@ impl ReadLayout {
 pub(crate) struct FileToRead {
     pub(crate) path: Path,
     pub(crate) size: u64,
+    /// Whether `_SEQUENCE_NUMBER` is needed. A run read without merging only needs the row
+    /// kind, so its sequence column is not decoded (it reads as zeros).
+    pub(crate) need_sequence: bool,
 }
 
 /// Where each output column comes from in one file.
@@ -123,7 +126,9 @@ pub(crate) async fn read_file(
                     "Data file {shown} has no {sys} column; it is not a primary-key data file"
                 ));
             }
-            wanted.push(sys.to_string());
+            if sys == VALUE_KIND || file.need_sequence {
+                wanted.push(sys.to_string());
+            }
         }
     }
     let indices: Vec<usize> = wanted
@@ -160,10 +165,11 @@ fn adapt_batch(batch: &RecordBatch, sources: &[ColumnSource], layout: &ReadLayou
         });
     }
     if layout.with_system_columns {
-        columns.push(cast_column(
-            batch.column(schema.index_of(SEQUENCE_NUMBER)?),
-            &ArrowType::Int64,
-        )?);
+        columns.push(match schema.index_of(SEQUENCE_NUMBER) {
+            Ok(i) => cast_column(batch.column(i), &ArrowType::Int64)?,
+            // Not decoded (single-run read): nothing downstream compares sequence numbers.
+            Err(_) => Arc::new(arrow::array::Int64Array::new(vec![0i64; rows].into(), None)),
+        });
         columns.push(cast_column(
             batch.column(schema.index_of(VALUE_KIND)?),
             &ArrowType::Int8,

@@ -65,6 +65,7 @@ fn run_stream(
     dir: &str,
     files: Vec<SplitFile>,
     batch_size: usize,
+    need_sequence: bool,
 ) -> SendableRecordBatchStream {
     let ctx2 = Arc::clone(ctx);
     let dir = dir.to_string();
@@ -88,6 +89,7 @@ fn run_stream(
                 let file = FileToRead {
                     path,
                     size: f.file_size,
+                    need_sequence,
                 };
                 read_file(
                     Arc::clone(ctx.table_io.store()),
@@ -118,11 +120,11 @@ fn section_stream(
     if !layout.with_system_columns {
         // Append table: every file is its own section; nothing to merge or drop.
         let files = runs.into_iter().flatten().collect();
-        return Ok(run_stream(ctx, dir, files, batch_size));
+        return Ok(run_stream(ctx, dir, files, batch_size, false));
     }
     if runs.len() == 1 {
         let files = runs.into_iter().next().expect("one run");
-        let stream = run_stream(ctx, dir, files, batch_size);
+        let stream = run_stream(ctx, dir, files, batch_size, false);
         return Ok(if ctx.keep_retracts {
             stream
         } else {
@@ -131,7 +133,7 @@ fn section_stream(
     }
     let streams = runs
         .into_iter()
-        .map(|files| run_stream(ctx, dir, files, batch_size))
+        .map(|files| run_stream(ctx, dir, files, batch_size, true))
         .collect();
     let options = MergeOptions {
         key_columns: ctx.key_indices.clone(),
