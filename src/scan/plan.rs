@@ -99,10 +99,11 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
         } else {
             split_files.into_iter().map(|f| vec![vec![f]]).collect()
         };
-        let dir = match &req.options.data_file_path_directory {
-            Some(d) => format!("{d}/{partition_path}{}", paths::bucket_dir(*bucket)),
-            None => format!("{partition_path}{}", paths::bucket_dir(*bucket)),
-        };
+        let dir = paths::bucket_path(
+            req.options.data_file_path_directory.as_deref(),
+            &partition_path,
+            *bucket,
+        );
         splits.push(Split {
             partition_path,
             bucket: *bucket,

@@ -36,6 +36,15 @@ pub fn bucket_dir(bucket: i32) -> String {
     }
 }
 
+/// Directory of a bucket relative to the table root: `[<data-file.path-directory>/]<partition
+/// path>bucket-<n>` (format.md §1.2-1.4).
+pub fn bucket_path(path_directory: Option<&str>, partition_path: &str, bucket: i32) -> String {
+    match path_directory {
+        Some(d) => format!("{d}/{partition_path}{}", bucket_dir(bucket)),
+        None => format!("{partition_path}{}", bucket_dir(bucket)),
+    }
+}
+
 /// Escapes a partition key or value for a path segment (format.md §1.3).
 pub fn escape_path_name(s: &str) -> String {
     let mut out = String::with_capacity(s.len());

@@ -280,10 +280,11 @@ impl PaimonSink {
             &partition_values,
             &options.partition_default_name,
         );
-        let dir = match &options.data_file_path_directory {
-            Some(d) => format!("{d}/{partition_path}{}", paths::bucket_dir(group.1)),
-            None => format!("{partition_path}{}", paths::bucket_dir(group.1)),
-        };
+        let dir = paths::bucket_path(
+            options.data_file_path_directory.as_deref(),
+            &partition_path,
+            group.1,
+        );
         let extension = &options.file_format;
         if extension != "parquet" {
             return exec_err!("Writing file.format '{extension}' is not supported yet; use parquet");
