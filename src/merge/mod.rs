@@ -60,6 +60,7 @@
 
 mod builder;
 mod cursor;
+pub(crate) mod aggregate;
 pub(crate) mod engine;
 mod loser_tree;
 mod stream;
