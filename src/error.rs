@@ -31,6 +31,15 @@ pub enum Error {
         /// The contested snapshot id.
         snapshot_id: i64,
     },
+    /// A compaction's input files were removed by a concurrent commit: its result is stale
+    /// and is dropped rather than retried.
+    #[error("compaction of {what} conflicts with a concurrent commit: input file {file} is no longer live")]
+    CompactionConflict {
+        /// The table / bucket compacted.
+        what: String,
+        /// An input file that disappeared.
+        file: String,
+    },
     /// An option has a value this implementation does not accept.
     #[error("invalid value '{value}' for option '{key}': {reason}")]
     InvalidOption {

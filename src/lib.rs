@@ -19,6 +19,7 @@
 //! * [`sql`]: session set-up (`SET paimon.*` options, default catalog).
 
 pub mod catalog;
+pub(crate) mod compact;
 pub mod error;
 pub(crate) mod io;
 pub(crate) mod merge;

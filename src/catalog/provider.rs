@@ -17,7 +17,6 @@ use url::Url;
 
 use crate::io::FileIO;
 use crate::meta::TableMeta;
-use crate::spec::options::{SCAN_SNAPSHOT_ID, SCAN_TAG_NAME, SCAN_TIMESTAMP_MILLIS};
 use crate::system_tables;
 use crate::table::{resolve_snapshot, PaimonTable};
 
@@ -166,16 +165,7 @@ impl PaimonDatabase {
                 .map(Some);
         }
         let snapshot = resolve_snapshot(&meta, &full_name, &options).await?;
-        // As Java: a time-travel read answers with the schema of the snapshot it reads; a
-        // read of the latest state with the latest schema, which ALTER TABLE may have moved
-        // past the latest snapshot's (new columns read as NULL, format.md §6.6).
-        let time_travel = [SCAN_SNAPSHOT_ID, SCAN_TAG_NAME, SCAN_TIMESTAMP_MILLIS]
-            .iter()
-            .any(|k| options.contains_key(*k));
-        let schema = match &snapshot {
-            Some(s) if time_travel => meta.schema(s.schema_id).await?,
-            _ => meta.latest_schema().await?,
-        };
+        let schema = crate::table::read_schema(&meta, snapshot.as_ref(), &options).await?;
         Ok(Some(Arc::new(PaimonTable::try_new(
             full_name, meta, snapshot, schema, false,
         )?)))

@@ -1,9 +1,25 @@
 //! Output assembly: a store of input batches plus `(batch, row)` indices, turned into output
 //! batches.
 
+use std::sync::Arc;
+
 use arrow::array::{make_array, ArrayData, MutableArrayData, RecordBatch, RecordBatchOptions};
 use arrow::compute::interleave_record_batch;
 use datafusion::common::Result;
+
+use super::engine::Candidate;
+use super::reduce::{emitted, GroupReducer};
+
+/// Marks an output index whose row is the result of a reduced group: `(GROUP, group number)`.
+const GROUP: usize = usize::MAX;
+
+/// How groups of records are turned into rows (engines that merge values).
+#[derive(Debug)]
+pub(super) struct GroupOutput {
+    pub(super) reducer: Arc<dyn GroupReducer>,
+    pub(super) kind_column: usize,
+    pub(super) keep_retracts: bool,
+}
 
 /// Average length of the contiguous stretches (rows in a row of one input batch) from which
 /// copying stretches with `MutableArrayData` beats gathering row by row with `interleave`.
@@ -19,16 +35,32 @@ pub(super) struct OutputBuilder {
     indices: Vec<(usize, usize)>,
     batch_size: usize,
     min_average_stretch: usize,
+    groups: Option<GroupOutput>,
+    /// `(batch, row)` of the records of every pending group, group after group.
+    group_members: Vec<(usize, usize)>,
+    /// Group `g` is `group_members[group_offsets[g]..group_offsets[g + 1]]`.
+    group_offsets: Vec<usize>,
 }
 
 impl OutputBuilder {
-    pub(super) fn new(batch_size: usize) -> Self {
+    pub(super) fn new(batch_size: usize, groups: Option<GroupOutput>) -> Self {
         Self {
             batches: Vec::new(),
             indices: Vec::with_capacity(batch_size),
             batch_size,
             min_average_stretch: MIN_AVERAGE_STRETCH,
+            groups,
+            group_members: Vec::new(),
+            group_offsets: vec![0],
         }
+    }
+
+    /// Adds the row a group of records reduces to (computed when the batch is built).
+    pub(super) fn push_group(&mut self, members: &[Candidate]) {
+        self.indices.push((GROUP, self.group_offsets.len() - 1));
+        self.group_members
+            .extend(members.iter().map(|c| (c.batch, c.row)));
+        self.group_offsets.push(self.group_members.len());
     }
 
     /// Stores an input batch; returns its index.
@@ -72,12 +104,16 @@ impl OutputBuilder {
         &mut self,
         live: impl Iterator<Item = &'a mut usize>,
     ) -> Result<Option<RecordBatch>> {
-        let output = if self.indices.is_empty() {
+        let output = if self.group_offsets.len() > 1 {
+            self.materialize_with_groups()?
+        } else if self.indices.is_empty() {
             None
         } else {
             Some(self.materialize()?)
         };
         self.indices.clear();
+        self.group_members.clear();
+        self.group_offsets.truncate(1);
 
         let mut old: Vec<Option<RecordBatch>> = self.batches.drain(..).map(Some).collect();
         for index in live {
@@ -90,41 +126,84 @@ impl OutputBuilder {
         Ok(output)
     }
 
+    /// Reduces the pending groups, then gathers the output rows from the stored batches plus
+    /// the batch of group results. `None` if every row was a dropped group.
+    fn materialize_with_groups(&mut self) -> Result<Option<RecordBatch>> {
+        let output = self
+            .groups
+            .as_ref()
+            .expect("groups are only pushed by engines that have a reducer");
+        let refs: Vec<&RecordBatch> = self.batches.iter().collect();
+        let gathered = interleave_record_batch(&refs, &self.group_members)?;
+        let reduced = output.reducer.reduce(&gathered, &self.group_offsets)?;
+        let emit = emitted(&reduced, output.kind_column, output.keep_retracts);
+        let results = self.batches.len();
+        let indices: Vec<(usize, usize)> = self
+            .indices
+            .iter()
+            .filter(|&&(batch, row)| batch != GROUP || emit[row])
+            .map(|&(batch, row)| {
+                if batch == GROUP {
+                    (results, row)
+                } else {
+                    (batch, row)
+                }
+            })
+            .collect();
+        if indices.is_empty() {
+            return Ok(None);
+        }
+        self.batches.push(reduced.batch);
+        let result = gather(&self.batches, &indices, self.min_average_stretch);
+        self.batches.pop();
+        result.map(Some)
+    }
+
     /// Gathers the pending (non-empty) output rows. The merge emits rows mostly in contiguous
     /// stretches of one input batch: a single stretch is returned as a zero-copy slice, long
     /// stretches are copied range by range, short ones gathered row by row.
     fn materialize(&self) -> Result<RecordBatch> {
-        let indices = &self.indices;
-        let mut stretches: Vec<(usize, usize, usize)> = Vec::new(); // (batch, start, end)
-        for &(batch, row) in indices {
-            match stretches.last_mut() {
-                Some((b, _, end)) if *b == batch && *end == row => *end += 1,
-                _ => {
-                    stretches.push((batch, row, row + 1));
-                    if stretches.len().saturating_mul(self.min_average_stretch) > indices.len() {
-                        let refs: Vec<&RecordBatch> = self.batches.iter().collect();
-                        return Ok(interleave_record_batch(&refs, indices)?);
-                    }
+        gather(&self.batches, &self.indices, self.min_average_stretch)
+    }
+}
+
+/// Gathers `indices` (`(batch, row)`, non-empty) from `batches`: a single stretch is returned
+/// as a zero-copy slice, long stretches are copied range by range, short ones gathered row by
+/// row.
+fn gather(
+    batches: &[RecordBatch],
+    indices: &[(usize, usize)],
+    min_average_stretch: usize,
+) -> Result<RecordBatch> {
+    let mut stretches: Vec<(usize, usize, usize)> = Vec::new(); // (batch, start, end)
+    for &(batch, row) in indices {
+        match stretches.last_mut() {
+            Some((b, _, end)) if *b == batch && *end == row => *end += 1,
+            _ => {
+                stretches.push((batch, row, row + 1));
+                if stretches.len().saturating_mul(min_average_stretch) > indices.len() {
+                    let refs: Vec<&RecordBatch> = batches.iter().collect();
+                    return Ok(interleave_record_batch(&refs, indices)?);
                 }
             }
         }
-        if let [(batch, start, end)] = stretches[..] {
-            return Ok(self.batches[batch].slice(start, end - start));
-        }
-        let schema = self.batches[indices[0].0].schema();
-        let columns = (0..schema.fields().len())
-            .map(|c| {
-                let data: Vec<ArrayData> = self.batches.iter().map(|b| b.column(c).to_data()).collect();
-                let mut out = MutableArrayData::new(data.iter().collect(), false, indices.len());
-                for &(batch, start, end) in &stretches {
-                    out.try_extend(batch, start, end)?;
-                }
-                Ok(make_array(out.freeze()))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let options = RecordBatchOptions::new().with_row_count(Some(indices.len()));
-        Ok(RecordBatch::try_new_with_options(schema, columns, &options)?)
     }
+    if let [(batch, start, end)] = stretches[..] {
+        return Ok(batches[batch].slice(start, end - start));
+    }
+    let schema = batches[indices[0].0].schema();
+    let columns = (0..schema.fields().len())
+        .map(|c| {
+            let data: Vec<ArrayData> = batches.iter().map(|b| b.column(c).to_data()).collect();
+            let mut out = MutableArrayData::new(data.iter().collect(), false, indices.len());
+            for &(batch, start, end) in &stretches {
+                out.try_extend(batch, start, end)?;
+            }
+            Ok(make_array(out.freeze()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let options = RecordBatchOptions::new().with_row_count(Some(indices.len()));
+    Ok(RecordBatch::try_new_with_options(schema, columns, &options)?)
 }
 
 #[cfg(test)]
@@ -163,7 +242,7 @@ mod tests {
         for indices in index_sets {
             let mut results = vec![];
             for threshold in [1, 2, usize::MAX] {
-                let mut builder = OutputBuilder::new(1000);
+                let mut builder = OutputBuilder::new(1000, None);
                 builder.min_average_stretch = threshold;
                 for b in &inputs {
                     builder.push_batch(b.clone());
@@ -189,7 +268,7 @@ mod tests {
         let schema = Arc::new(Schema::new(vec![Field::new("i", DataType::Int64, false)]));
         let batch =
             |v: i64| RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(Int64Array::from(vec![v]))]);
-        let mut builder = OutputBuilder::new(10);
+        let mut builder = OutputBuilder::new(10, None);
         for v in 0..4 {
             builder.push_batch(batch(v)?);
         }

@@ -4,7 +4,6 @@
 //! monomorphized into the hot loop: deduplicate pays no dynamic dispatch per row.
 
 /// Paimon row kind `+I` (insert).
-#[allow(dead_code)] // the complete set of kinds, for readers of `_VALUE_KIND` and tests
 pub(crate) const KIND_INSERT: i8 = 0;
 /// Paimon row kind `-U` (update before; a retraction).
 pub(crate) const KIND_UPDATE_BEFORE: i8 = 1;
@@ -47,8 +46,9 @@ pub(crate) struct Candidate {
 /// `start`/`finish`: the merge asks [`MergeFunction::keep_single`] for each such record. Engines
 /// must make `keep_single(kind)` agree with `start(c); finish()` for a single record.
 ///
-/// Limitation: an engine can only select an existing input row; engines that synthesize new rows
-/// (partial-update, aggregation) need an extension of the output builder.
+/// Engines that need the values of the records (partial-update, aggregation, `sequence.field`
+/// ordering) collect the group and answer [`Outcome::Reduce`]: the output builder then hands
+/// the gathered groups of a whole output batch to a [`crate::merge::reduce::GroupReducer`].
 pub(crate) trait MergeFunction: Send + 'static {
     /// Whether a key with a single record of kind `kind` is output.
     fn keep_single(&self, kind: i8) -> bool;
@@ -56,8 +56,29 @@ pub(crate) trait MergeFunction: Send + 'static {
     fn start(&mut self, first: Candidate);
     /// Adds a further record of the current key group.
     fn add(&mut self, next: Candidate);
-    /// Ends the key group: the record to output, or `None` if the key is dropped.
-    fn finish(&mut self) -> Option<Candidate>;
+    /// Ends the key group.
+    fn finish(&mut self) -> Outcome;
+    /// The records of the group just finished with [`Outcome::Reduce`], in arrival order.
+    fn group(&self) -> &[Candidate] {
+        &[]
+    }
+}
+
+/// What a finished key group produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// This input record, unchanged.
+    Keep(Candidate),
+    /// Nothing: the key is dropped.
+    Drop,
+    /// A row computed from the values of the group's records ([`MergeFunction::group`]).
+    Reduce,
+}
+
+impl From<Option<Candidate>> for Outcome {
+    fn from(choice: Option<Candidate>) -> Self {
+        choice.map_or(Outcome::Drop, Outcome::Keep)
+    }
 }
 
 /// The `deduplicate` merge engine: the record with the highest `(sequence number, run index)`
@@ -66,13 +87,20 @@ pub(crate) trait MergeFunction: Send + 'static {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Deduplicate {
     keep_retracts: bool,
+    /// `ignore-delete`: retractions never win (files written before the option was set).
+    ignore_delete: bool,
     best: Option<Candidate>,
 }
 
 impl Deduplicate {
     pub(crate) fn new(keep_retracts: bool) -> Self {
+        Self::with_ignore_delete(keep_retracts, false)
+    }
+
+    pub(crate) fn with_ignore_delete(keep_retracts: bool, ignore_delete: bool) -> Self {
         Self {
             keep_retracts,
+            ignore_delete,
             best: None,
         }
     }
@@ -86,11 +114,15 @@ impl MergeFunction for Deduplicate {
 
     #[inline]
     fn start(&mut self, first: Candidate) {
-        self.best = Some(first);
+        self.best = None;
+        self.add(first);
     }
 
     #[inline]
     fn add(&mut self, next: Candidate) {
+        if self.ignore_delete && is_retract(next.kind) {
+            return;
+        }
         match &self.best {
             // `>=`: candidates arrive by (run, position), so on a full tie the later one wins.
             Some(best) if (next.seq, next.run) < (best.seq, best.run) => {}
@@ -99,8 +131,85 @@ impl MergeFunction for Deduplicate {
     }
 
     #[inline]
-    fn finish(&mut self) -> Option<Candidate> {
-        let best = self.best.take()?;
-        self.keep_single(best.kind).then_some(best)
+    fn finish(&mut self) -> Outcome {
+        let best = self.best.take();
+        best.filter(|b| self.keep_single(b.kind)).into()
+    }
+}
+
+/// The `first-row` engine: the add record with the lowest `(sequence number, run index)` wins.
+/// Retractions never reach first-row files (the writer rejects or drops them); any found in a
+/// file are skipped.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FirstRow {
+    best: Option<Candidate>,
+}
+
+impl MergeFunction for FirstRow {
+    #[inline]
+    fn keep_single(&self, kind: i8) -> bool {
+        !is_retract(kind)
+    }
+
+    #[inline]
+    fn start(&mut self, first: Candidate) {
+        self.best = None;
+        self.add(first);
+    }
+
+    #[inline]
+    fn add(&mut self, next: Candidate) {
+        if is_retract(next.kind) {
+            return;
+        }
+        match &self.best {
+            Some(best) if (next.seq, next.run) >= (best.seq, best.run) => {}
+            _ => self.best = Some(next),
+        }
+    }
+
+    #[inline]
+    fn finish(&mut self) -> Outcome {
+        self.best.take().into()
+    }
+}
+
+/// Engines that need values: collects every record of the group for the reducer.
+#[derive(Debug, Clone)]
+pub(crate) struct Collect {
+    keep_retracts: bool,
+    group: Vec<Candidate>,
+}
+
+impl Collect {
+    pub(crate) fn new(keep_retracts: bool) -> Self {
+        Self {
+            keep_retracts,
+            group: Vec::new(),
+        }
+    }
+}
+
+impl MergeFunction for Collect {
+    #[inline]
+    fn keep_single(&self, kind: i8) -> bool {
+        self.keep_retracts || !is_retract(kind)
+    }
+
+    fn start(&mut self, first: Candidate) {
+        self.group.clear();
+        self.group.push(first);
+    }
+
+    fn add(&mut self, next: Candidate) {
+        self.group.push(next);
+    }
+
+    fn finish(&mut self) -> Outcome {
+        Outcome::Reduce
+    }
+
+    fn group(&self) -> &[Candidate] {
+        &self.group
     }
 }

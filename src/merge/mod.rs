@@ -51,18 +51,19 @@
 //!
 //! # What this module does not do
 //!
-//! * No partial-update, aggregation or first-row engine yet ([`engine::MergeFunction`] is the
-//!   seam; engines that synthesize new rows also need a builder extension).
-//! * No sequence-field (`sequence.field`) ordering, no deletion vectors, no projection: callers
-//!   read the key, sequence and kind columns and project afterwards.
+//! * Engines that merge values (partial-update, aggregation, `sequence.field` ordering) only
+//!   collect groups here; [`reduce`] computes their rows, a whole output batch at a time.
+//! * No deletion vectors, no projection: callers read the key, sequence and kind columns (all
+//!   columns for value-merging engines) and project afterwards.
 //! * No spilling or memory accounting; the merge holds about two batches per run.
 //! * It does not sort: unsorted runs are reported as an error, not repaired.
 
+pub(crate) mod aggregate;
 mod builder;
 mod cursor;
-pub(crate) mod aggregate;
 pub(crate) mod engine;
 mod loser_tree;
+pub(crate) mod reduce;
 mod stream;
 #[cfg(test)]
 mod tests;
@@ -80,7 +81,8 @@ use datafusion::physical_plan::metrics::{BaselineMetrics, Count, ExecutionPlanMe
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 
-pub(crate) use engine::{is_retract, Deduplicate, MergeFunction};
+pub(crate) use engine::{is_retract, Collect, Deduplicate, FirstRow, MergeFunction};
+pub(crate) use reduce::{EngineKind, MergeEngineSpec};
 
 /// Which rows a merged key produces.
 #[derive(Debug, Clone)]
@@ -131,17 +133,49 @@ pub(crate) fn merge_sorted_runs(
     metrics: MergeMetrics,
 ) -> Result<SendableRecordBatchStream> {
     let engine = Deduplicate::new(options.keep_retracts);
-    merge_sorted_runs_with(schema, runs, options, metrics, engine)
+    merge_sorted_runs_with(schema, runs, options, metrics, engine, None)
+}
+
+/// Merges sorted runs with a table's merge engine.
+pub(crate) fn merge_runs(
+    schema: SchemaRef,
+    runs: Vec<SendableRecordBatchStream>,
+    options: MergeOptions,
+    metrics: MergeMetrics,
+    engine: &MergeEngineSpec,
+) -> Result<SendableRecordBatchStream> {
+    let keep_retracts = options.keep_retracts;
+    match engine.kind {
+        EngineKind::Deduplicate { ignore_delete } => {
+            let engine = Deduplicate::with_ignore_delete(keep_retracts, ignore_delete);
+            merge_sorted_runs_with(schema, runs, options, metrics, engine, None)
+        }
+        EngineKind::FirstRow => {
+            merge_sorted_runs_with(schema, runs, options, metrics, FirstRow::default(), None)
+        }
+        EngineKind::Reduce => {
+            let reducer = Some(Arc::clone(&engine.reducer));
+            merge_sorted_runs_with(
+                schema,
+                runs,
+                options,
+                metrics,
+                Collect::new(keep_retracts),
+                reducer,
+            )
+        }
+    }
 }
 
 /// [`merge_sorted_runs`] with an explicit merge engine (`options.keep_retracts` is then up to
-/// the engine).
+/// the engine) and, for engines answering [`engine::Outcome::Reduce`], the reducer of groups.
 pub(crate) fn merge_sorted_runs_with<F: MergeFunction>(
     schema: SchemaRef,
     runs: Vec<SendableRecordBatchStream>,
     options: MergeOptions,
     metrics: MergeMetrics,
     engine: F,
+    reducer: Option<Arc<dyn reduce::GroupReducer>>,
 ) -> Result<SendableRecordBatchStream> {
     let converter = validate(&schema, &options)?;
     if runs.is_empty() {
@@ -149,7 +183,7 @@ pub(crate) fn merge_sorted_runs_with<F: MergeFunction>(
         let empty = futures::stream::empty::<Result<RecordBatch>>();
         return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, empty)));
     }
-    let state = stream::MergeStream::new(runs, converter, options, metrics, engine);
+    let state = stream::MergeStream::new(runs, converter, options, metrics, engine, reducer);
     let output = futures::stream::try_unfold(state, |mut state| async move {
         Ok(state.next_batch().await?.map(|batch| (batch, state)))
     });

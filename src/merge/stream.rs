@@ -2,6 +2,7 @@
 //! cursor needs its next batch or an output batch is full, and an async outer loop that
 //! fetches batches and emits output.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::RecordBatch;
@@ -10,10 +11,11 @@ use datafusion::common::Result;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
 
-use super::builder::OutputBuilder;
+use super::builder::{GroupOutput, OutputBuilder};
 use super::cursor::{RunCursor, LONG};
-use super::engine::MergeFunction;
+use super::engine::{MergeFunction, Outcome};
 use super::loser_tree::{Leaf, LoserTree};
+use super::reduce::GroupReducer;
 use super::{MergeMetrics, MergeOptions};
 
 /// Strict order of cursors for the loser tree: by current key, then by run index; finished
@@ -109,14 +111,20 @@ impl<F: MergeFunction> MergeStream<F> {
         options: MergeOptions,
         metrics: MergeMetrics,
         engine: F,
+        reducer: Option<Arc<dyn GroupReducer>>,
     ) -> Self {
         let cursors = runs.iter().map(|_| None).collect();
+        let reducer = reducer.map(|reducer| GroupOutput {
+            reducer,
+            kind_column: options.kind_column,
+            keep_retracts: options.keep_retracts,
+        });
         Self {
             runs: runs.into_iter().map(Some).collect(),
             cursors,
             tree: None,
             converter,
-            builder: OutputBuilder::new(options.batch_size.max(1)),
+            builder: OutputBuilder::new(options.batch_size.max(1), reducer),
             engine,
             group: None,
             options,
@@ -152,7 +160,12 @@ impl<F: MergeFunction> MergeStream<F> {
             self.metrics.baseline.elapsed_compute().add_elapsed(start);
             match progress? {
                 Progress::NeedRefill(run) => self.refill(run).await?,
-                Progress::Full => return self.flush(),
+                Progress::Full => {
+                    // every row of the batch may have been a dropped group: then keep merging
+                    if let Some(batch) = self.flush()? {
+                        return Ok(Some(batch));
+                    }
+                }
                 Progress::Done => {
                     let batch = self.flush()?;
                     if batch.is_none() {
@@ -275,8 +288,16 @@ impl<F: MergeFunction> MergeStream<F> {
                 *merged_away += open.size - 1;
                 *group = None;
                 match engine.finish() {
-                    Some(winner) => builder.push_row(winner.batch, winner.row),
-                    None => *dropped += 1,
+                    Outcome::Keep(winner) => builder.push_row(winner.batch, winner.row),
+                    Outcome::Drop => *dropped += 1,
+                    Outcome::Reduce => match engine.group() {
+                        // a lone record passes through unchanged (semantics.md §2.0)
+                        [single] if engine.keep_single(single.kind) => {
+                            builder.push_row(single.batch, single.row)
+                        }
+                        [_] => *dropped += 1,
+                        members => builder.push_group(members),
+                    },
                 }
                 continue;
             }

@@ -172,6 +172,9 @@ pub(crate) struct CommitRequest {
     pub(crate) commit_identifier: i64,
     /// Logical operation recorded in the snapshot (`WRITE`, `DELETE`, `UPDATE`, `OVERWRITE`).
     pub(crate) operation: Option<String>,
+    /// Files a compaction replaces (DELETE entries; the commit kind becomes COMPACT). Each must
+    /// still be live when the commit lands, otherwise it fails with `CompactionConflict`.
+    pub(crate) compacted: Vec<ManifestEntry>,
 }
 
 /// Bounded retries when another writer wins the race for the next snapshot id.
@@ -185,7 +188,7 @@ impl TableMeta {
     /// also removes what that writer added). Returns None for an empty append (skipped, as
     /// Paimon skips empty batch commits).
     pub(crate) async fn commit(&self, req: &CommitRequest) -> Result<Option<Snapshot>> {
-        if req.added.is_empty() && req.overwrite == OverwriteScope::None {
+        if req.added.is_empty() && req.compacted.is_empty() && req.overwrite == OverwriteScope::None {
             return Ok(None);
         }
         let mut last_conflict = 0;
@@ -209,6 +212,28 @@ impl TableMeta {
         let latest = self.latest_snapshot().await?;
         let schema_id = self.latest_schema().await?.id;
         let mut delta: Vec<ManifestEntry> = Vec::new();
+        if !req.compacted.is_empty() {
+            let live = match &latest {
+                Some(l) => self.live_files(l, |_| true).await?,
+                None => Default::default(),
+            };
+            for input in &req.compacted {
+                let still_live = live
+                    .groups
+                    .get(&(input.partition.clone(), input.bucket))
+                    .is_some_and(|files| files.iter().any(|e| e.file.file_name == input.file.file_name));
+                if !still_live {
+                    return Err(Error::CompactionConflict {
+                        what: format!("bucket {}", input.bucket),
+                        file: input.file.file_name.clone(),
+                    });
+                }
+                delta.push(ManifestEntry {
+                    kind: FileKind::Delete,
+                    ..input.clone()
+                });
+            }
+        }
         if req.overwrite != OverwriteScope::None {
             if let Some(l) = &latest {
                 let live = self.live_files(l, |_| true).await?;
@@ -279,7 +304,9 @@ impl TableMeta {
             .filter(|e| e.kind == FileKind::Delete)
             .map(|e| e.file.row_count)
             .sum();
-        let kind = if delta.iter().any(|e| e.kind == FileKind::Delete) {
+        let kind = if !req.compacted.is_empty() {
+            "COMPACT"
+        } else if delta.iter().any(|e| e.kind == FileKind::Delete) {
             "OVERWRITE"
         } else {
             "APPEND"

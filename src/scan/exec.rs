@@ -27,7 +27,7 @@ use super::file_read::ReadLayout;
 use super::split::Split;
 use super::stream::partition_stream;
 use crate::io::FileIO;
-use crate::merge::MergeMetrics;
+use crate::merge::{MergeEngineSpec, MergeMetrics};
 use crate::spec::TableSchema;
 
 /// What every partition of a scan shares.
@@ -35,6 +35,8 @@ use crate::spec::TableSchema;
 pub(crate) struct ScanContext {
     pub(crate) table_io: FileIO,
     pub(crate) layout: Arc<ReadLayout>,
+    /// The merge engine (primary-key tables).
+    pub(crate) engine: Option<Arc<MergeEngineSpec>>,
     /// Schemas the files were written with, by id.
     pub(crate) file_schemas: HashMap<i64, Arc<TableSchema>>,
     /// Key column indices in the layout (primary-key tables).

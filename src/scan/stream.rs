@@ -14,7 +14,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::exec::ScanContext;
 use super::file_read::{read_file, FileToRead};
 use super::split::{Split, SplitFile};
-use crate::merge::{drop_retracts_stream, merge_sorted_runs, MergeMetrics, MergeOptions};
+use crate::merge::{drop_retracts_stream, merge_runs, merge_sorted_runs, MergeMetrics, MergeOptions};
 use crate::spec::row_kind;
 
 /// Builds the output stream of one partition.
@@ -142,7 +142,10 @@ fn section_stream(
         keep_retracts: ctx.keep_retracts,
         batch_size,
     };
-    merge_sorted_runs(Arc::clone(&layout.schema), streams, options, metrics)
+    match &ctx.engine {
+        Some(engine) => merge_runs(Arc::clone(&layout.schema), streams, options, metrics, engine),
+        None => merge_sorted_runs(Arc::clone(&layout.schema), streams, options, metrics),
+    }
 }
 
 /// Projects a merged batch to the output schema, adding `rowkind` for `$audit_log`.

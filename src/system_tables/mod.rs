@@ -102,10 +102,7 @@ async fn audit_log(
     options: &BTreeMap<String, String>,
 ) -> Result<Arc<dyn TableProvider>> {
     let snapshot = resolve_snapshot(&meta, table, options).await?;
-    let schema = match &snapshot {
-        Some(s) => meta.schema(s.schema_id).await?,
-        None => meta.latest_schema().await?,
-    };
+    let schema = crate::table::read_schema(&meta, snapshot.as_ref(), options).await?;
     Ok(Arc::new(PaimonTable::try_new(
         format!("{table}${AUDIT_LOG}"),
         meta,

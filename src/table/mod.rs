@@ -4,4 +4,4 @@ mod provider;
 mod time_travel;
 
 pub use provider::PaimonTable;
-pub(crate) use time_travel::resolve_snapshot;
+pub(crate) use time_travel::{read_schema, resolve_snapshot};

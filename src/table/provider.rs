@@ -18,9 +18,10 @@ use datafusion::physical_expr::expressions::{CastExpr, Column};
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 
+use crate::merge::MergeEngineSpec;
 use crate::meta::{OverwriteScope, TableMeta};
 use crate::scan::{plan_scan, PaimonScanExec, PlanRequest, ReadLayout, ScanContext};
-use crate::spec::{MergeEngine, Snapshot, TableOptions, TableSchema};
+use crate::spec::{MergeEngine, Snapshot, TableOptions, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
 use crate::write::{PaimonSink, WriteKind};
 
 /// A table (or its `$audit_log` view) pinned to one snapshot.
@@ -45,17 +46,6 @@ impl PaimonTable {
         audit_log: bool,
     ) -> Result<Self> {
         let options = TableOptions::parse(&schema.options)?;
-        if schema.has_primary_key()
-            && !matches!(
-                options.merge_engine,
-                MergeEngine::Deduplicate | MergeEngine::FirstRow
-            )
-        {
-            return not_impl_err!(
-                "Table {name} uses merge-engine '{}', which is not supported yet",
-                options.merge_engine.as_str()
-            );
-        }
         let mut fields: Vec<Field> = Vec::new();
         if audit_log {
             fields.push(Field::new("rowkind", ArrowType::Utf8, false));
@@ -106,9 +96,19 @@ impl PaimonTable {
             .iter()
             .map(|f| f.name.clone())
             .collect();
+        // Engines that merge values need every column (sequence fields and groups, aggregates).
+        let merges_values = is_pk
+            && (matches!(
+                self.options.merge_engine,
+                MergeEngine::PartialUpdate | MergeEngine::Aggregation
+            ) || !self.options.sequence_fields.is_empty());
         // Layout: the wanted columns plus (for PK tables) the key columns, in schema order.
         let layout_fields: Vec<usize> = (0..self.schema.fields.len())
-            .filter(|i| wanted.contains(i) || (is_pk && key_names.contains(&self.schema.fields[*i].name)))
+            .filter(|i| {
+                merges_values
+                    || wanted.contains(i)
+                    || (is_pk && key_names.contains(&self.schema.fields[*i].name))
+            })
             .collect();
         let layout = ReadLayout::new(
             layout_fields
@@ -410,8 +410,24 @@ impl TableProvider for PaimonTable {
             predicate,
         })
         .await?;
+        let engine = if self.schema.has_primary_key() {
+            let mut names: Vec<String> = layout.fields.iter().map(|f| f.name.clone()).collect();
+            names.push(SEQUENCE_NUMBER.to_string());
+            names.push(VALUE_KIND.to_string());
+            let spec = MergeEngineSpec::new(
+                &self.name,
+                &self.schema,
+                &names,
+                layout.seq_index(),
+                layout.kind_index(),
+            )?;
+            Some(Arc::new(spec))
+        } else {
+            None
+        };
         let ctx = ScanContext {
             table_io: self.meta.io().clone(),
+            engine,
             layout: Arc::new(layout),
             file_schemas: plan.file_schemas,
             key_indices,

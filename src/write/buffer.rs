@@ -1,15 +1,17 @@
 //! The write buffer of one (partition, bucket): rows in arrival order with their sequence
-//! numbers and kinds, sorted by key and folded per key (deduplicate: the last record wins)
-//! when flushed into one level-0 file.
+//! numbers and kinds, sorted by key and folded per key by the table's merge engine when
+//! flushed into one level-0 file (semantics.md §3.4).
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, Int64Array, Int8Array, RecordBatch, UInt32Array};
-use arrow::compute::{concat, concat_batches, take_record_batch};
-use arrow::row::{RowConverter, SortField};
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array, Int8Array, RecordBatch};
+use arrow::compute::{concat, concat_batches};
+use arrow::datatypes::{DataType as ArrowType, Field, Int64Type, Int8Type, Schema};
 use datafusion::common::Result;
 
 use crate::io::DataFileRows;
+use crate::merge::reduce::{fold_batch, GroupReducer};
+use crate::spec::{SEQUENCE_NUMBER, VALUE_KIND};
 
 /// Buffered rows of one bucket.
 #[derive(Debug)]
@@ -54,56 +56,37 @@ impl BucketBuffer {
         std::mem::replace(self, BucketBuffer::new())
     }
 
-    /// Rows for a primary-key file: sorted by key, one row per key (the newest record).
-    pub(crate) fn into_pk_rows(self, key_columns: &[usize]) -> Result<Option<DataFileRows>> {
+    /// Rows for a primary-key file: sorted by key, one row per key, the records of a key
+    /// folded by the table's merge engine (`reducer`, over the layout table columns +
+    /// `_SEQUENCE_NUMBER` + `_VALUE_KIND`); a key with one record keeps it unchanged.
+    pub(crate) fn into_pk_rows(
+        self,
+        key_columns: &[usize],
+        reducer: &dyn GroupReducer,
+    ) -> Result<Option<DataFileRows>> {
         let Some(first) = self.batches.first() else {
             return Ok(None);
         };
         let values = concat_batches(&first.schema(), &self.batches)?;
         let seq_refs: Vec<&dyn Array> = self.seqs.iter().map(|a| a.as_ref()).collect();
         let kind_refs: Vec<&dyn Array> = self.kinds.iter().map(|a| a.as_ref()).collect();
-        let seqs = concat(&seq_refs)?;
-        let kinds = concat(&kind_refs)?;
-        let converter = RowConverter::new(
-            key_columns
-                .iter()
-                .map(|i| SortField::new(values.column(*i).data_type().clone()))
-                .collect(),
-        )?;
-        let keys = converter.convert_columns(
-            &key_columns
-                .iter()
-                .map(|i| Arc::clone(values.column(*i)))
-                .collect::<Vec<_>>(),
-        )?;
-        // Arrival order is sequence order, so a stable sort by key leaves each key's records
-        // oldest first; the last of each run of equal keys wins.
-        let mut order: Vec<u32> = (0..values.num_rows() as u32).collect();
-        order.sort_by(|a, b| keys.row(*a as usize).cmp(&keys.row(*b as usize)));
-        let winners: Vec<u32> = order
+        let value_count = values.num_columns();
+        let mut fields: Vec<Field> = values
+            .schema()
+            .fields()
             .iter()
-            .enumerate()
-            .filter(|(pos, idx)| {
-                order
-                    .get(pos + 1)
-                    .is_none_or(|next| keys.row(*next as usize) != keys.row(**idx as usize))
-            })
-            .map(|(_, idx)| *idx)
+            .map(|f| f.as_ref().clone())
             .collect();
-        let indices = UInt32Array::from(winners);
-        let values = take_record_batch(&values, &indices)?;
-        let seqs = arrow::compute::take(&seqs, &indices, None)?;
-        let kinds = arrow::compute::take(&kinds, &indices, None)?;
-        let seqs = seqs
-            .as_any()
-            .downcast_ref::<Int64Array>()
-            .expect("sequence numbers are Int64")
-            .clone();
-        let kinds = kinds
-            .as_any()
-            .downcast_ref::<Int8Array>()
-            .expect("row kinds are Int8")
-            .clone();
+        fields.push(Field::new(SEQUENCE_NUMBER, ArrowType::Int64, false));
+        fields.push(Field::new(VALUE_KIND, ArrowType::Int8, false));
+        let mut columns = values.columns().to_vec();
+        columns.push(concat(&seq_refs)?);
+        columns.push(concat(&kind_refs)?);
+        let all = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
+        let folded = fold_batch(&all, key_columns, value_count + 1, reducer)?;
+        let seqs = folded.column(value_count).as_primitive::<Int64Type>().clone();
+        let kinds = folded.column(value_count + 1).as_primitive::<Int8Type>().clone();
+        let values = folded.project(&(0..value_count).collect::<Vec<_>>())?;
         Ok(Some(DataFileRows {
             values,
             kv: Some((seqs, kinds)),

@@ -9,12 +9,13 @@
 //! Nothing is written before execution: the sink is built at planning time and does all I/O in
 //! `write_all`, so `EXPLAIN INSERT/DELETE/UPDATE` has no side effects.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Int64Array, Int8Array, RecordBatch, UInt32Array};
+use arrow::array::{ArrayRef, AsArray, Int64Array, Int8Array, RecordBatch, UInt32Array};
 use arrow::compute::{cast, take_record_batch};
+use arrow::datatypes::Int8Type;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use datafusion::common::runtime::SpawnedTask;
@@ -28,9 +29,15 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::bucket::fixed_bucket;
 use super::buffer::BucketBuffer;
+use crate::compact::{CompactScope, Compaction};
 use crate::io::write_data_file;
+use crate::merge::reduce::{GroupReducer, RetractPolicy};
+use crate::merge::MergeEngineSpec;
 use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};
-use crate::spec::{paths, row_kind, BinaryRow, FileKind, ManifestEntry, TableOptions, TableSchema};
+use crate::spec::{
+    paths, row_kind, BinaryRow, FileKind, ManifestEntry, TableOptions, TableSchema, SEQUENCE_NUMBER,
+    VALUE_KIND,
+};
 
 /// What a statement does to the table.
 #[derive(Debug, Clone)]
@@ -79,6 +86,11 @@ pub(crate) struct PaimonSink {
     options: TableOptions,
     kind: WriteKind,
     input_schema: SchemaRef,
+    /// The merge engine (primary-key tables): folds the buffer and says what happens to
+    /// retractions.
+    engine: Option<MergeEngineSpec>,
+    /// `rowkind.field`: the STRING column holding each row's kind.
+    rowkind_column: Option<usize>,
 }
 
 /// Column positions the sink needs, resolved once per statement.
@@ -110,6 +122,21 @@ impl PaimonSink {
                 .map(|f| f.to_arrow_field().with_nullable(true))
                 .collect::<Vec<_>>(),
         ));
+        let engine = if schema.has_primary_key() {
+            let mut names: Vec<String> = schema.fields.iter().map(|f| f.name.clone()).collect();
+            names.push(SEQUENCE_NUMBER.to_string());
+            names.push(VALUE_KIND.to_string());
+            let n = schema.fields.len();
+            Some(MergeEngineSpec::new(&table, &schema, &names, n, n + 1)?)
+        } else {
+            None
+        };
+        let rowkind_column = match schema.options.get("rowkind.field") {
+            Some(name) => Some(schema.fields.iter().position(|f| &f.name == name.trim()).ok_or_else(|| {
+                exec_datafusion_err!("Row kind field '{name}' (option 'rowkind.field') is not a column of table {table}")
+            })?),
+            None => None,
+        };
         let sink = PaimonSink {
             table,
             meta,
@@ -117,6 +144,8 @@ impl PaimonSink {
             options,
             kind,
             input_schema,
+            engine,
+            rowkind_column,
         };
         sink.routing()?;
         Ok(sink)
@@ -207,6 +236,92 @@ impl PaimonSink {
         Ok(RecordBatch::try_new(Arc::clone(&self.input_schema), columns)?)
     }
 
+    /// The row kind of every row, and the rows that reach the writer: the pre-writer filter of
+    /// semantics.md §1.3 drops retractions per `ignore-delete` / `ignore-update-before`, and
+    /// engines that cannot take a retraction fail the statement (§1.4).
+    fn row_kinds(&self, batch: &RecordBatch) -> Result<(Int8Array, Option<Vec<u32>>)> {
+        let n = batch.num_rows();
+        let kinds: Int8Array = match self.rowkind_column {
+            None => Int8Array::from(vec![self.kind.row_kind(); n]),
+            Some(c) => {
+                let column = cast(batch.column(c), &arrow::datatypes::DataType::Utf8)?;
+                let strings = column.as_string::<i32>();
+                let mut kinds = Vec::with_capacity(n);
+                for value in strings.iter() {
+                    let kind = match value.map(str::trim) {
+                        Some("+I") => row_kind::INSERT,
+                        Some("-U") => row_kind::UPDATE_BEFORE,
+                        Some("+U") => row_kind::UPDATE_AFTER,
+                        Some("-D") => row_kind::DELETE,
+                        other => {
+                            return exec_err!(
+                                "Invalid row kind {} in column '{}' (option 'rowkind.field') of table {}: expected +I, -U, +U or -D",
+                                other.map_or("NULL".to_string(), |v| format!("'{v}'")),
+                                self.schema.fields[c].name,
+                                self.table
+                            )
+                        }
+                    };
+                    kinds.push(kind);
+                }
+                Int8Array::from(kinds)
+            }
+        };
+        let Some(engine) = &self.engine else {
+            if self.rowkind_column.is_some() && kinds.values().iter().any(|&k| crate::merge::is_retract(k)) {
+                return exec_err!(
+                    "Append table {} cannot take retract rows (-U/-D) in 'rowkind.field'",
+                    self.table
+                );
+            }
+            return Ok((kinds, None));
+        };
+        let mut dropped = false;
+        for &kind in kinds.values() {
+            let policy = match kind {
+                row_kind::DELETE => &engine.on_delete,
+                row_kind::UPDATE_BEFORE => &engine.on_update_before,
+                _ => continue,
+            };
+            match policy {
+                RetractPolicy::Accept => {}
+                RetractPolicy::Drop => dropped = true,
+                RetractPolicy::Reject(message) => return exec_err!("{message}"),
+            }
+        }
+        if !dropped {
+            return Ok((kinds, None));
+        }
+        let keep: Vec<u32> = kinds
+            .values()
+            .iter()
+            .enumerate()
+            .filter(|(_, &kind)| {
+                let policy = match kind {
+                    row_kind::DELETE => &engine.on_delete,
+                    row_kind::UPDATE_BEFORE => &engine.on_update_before,
+                    _ => return true,
+                };
+                *policy != RetractPolicy::Drop
+            })
+            .map(|(row, _)| row as u32)
+            .collect();
+        Ok((kinds, Some(keep)))
+    }
+
+    /// first-row tables compact level 0 after every commit, as Java's writer waits for its
+    /// lookup compaction: batch reads skip level 0, so this is what makes the rows visible
+    /// (semantics.md §2.2). `write-only = true` leaves it to a separate compaction.
+    fn compacts_after_commit(&self) -> bool {
+        self.schema.has_primary_key()
+            && self.options.merge_engine == crate::spec::MergeEngine::FirstRow
+            && !self
+                .schema
+                .options
+                .get("write-only")
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    }
+
     fn dynamic_partition_overwrite(&self) -> bool {
         !self.schema.partition_keys.is_empty()
             && self
@@ -265,13 +380,13 @@ impl PaimonSink {
         schema: Arc<TableSchema>,
         options: TableOptions,
         key_columns: Vec<usize>,
+        reducer: Option<Arc<dyn GroupReducer>>,
         group: PartitionBucket,
         buffer: BucketBuffer,
     ) -> Result<Option<ManifestEntry>> {
-        let rows = if schema.has_primary_key() {
-            buffer.into_pk_rows(&key_columns)?
-        } else {
-            buffer.into_append_rows()?
+        let rows = match &reducer {
+            Some(reducer) => buffer.into_pk_rows(&key_columns, reducer.as_ref())?,
+            None => buffer.into_append_rows()?,
         };
         let Some(rows) = rows else { return Ok(None) };
         let partition_values = BinaryRow::decode(&group.0, &schema.partition_types())?.values;
@@ -312,7 +427,8 @@ impl PaimonSink {
             self.options.clone(),
         );
         let keys = routing.key_columns.clone();
-        SpawnedTask::spawn(Self::flush(meta, schema, options, keys, group, buffer))
+        let reducer = self.engine.as_ref().map(|e| Arc::clone(&e.reducer));
+        SpawnedTask::spawn(Self::flush(meta, schema, options, keys, reducer, group, buffer))
     }
 }
 
@@ -361,7 +477,6 @@ impl DataSink for PaimonSink {
         let mut count: u64 = 0;
         // Metadata-only deletes count the matching rows but write none.
         let truncate = matches!(self.kind, WriteKind::Truncate | WriteKind::DropPartitions(_));
-        let kind = self.kind.row_kind();
         while let Some(batch) = data.next().await {
             let batch = batch?;
             count += batch.num_rows() as u64;
@@ -369,6 +484,20 @@ impl DataSink for PaimonSink {
                 continue;
             }
             let batch = self.validate(&batch)?;
+            let (kinds, keep) = self.row_kinds(&batch)?;
+            let (batch, kinds) = match keep {
+                None => (batch, kinds),
+                Some(rows) => {
+                    let rows = UInt32Array::from(rows);
+                    let kinds = arrow::compute::take(&kinds, &rows, None)?
+                        .as_primitive::<Int8Type>()
+                        .clone();
+                    (take_record_batch(&batch, &rows)?, kinds)
+                }
+            };
+            if batch.num_rows() == 0 {
+                continue;
+            }
             let targets = self.route(&routing, &batch)?;
             let mut groups: HashMap<&PartitionBucket, Vec<u32>> = HashMap::new();
             for (row, target) in targets.iter().enumerate() {
@@ -377,12 +506,16 @@ impl DataSink for PaimonSink {
             for (group, rows) in groups {
                 let start = *next_seq.entry(group.clone()).or_insert(0);
                 next_seq.insert(group.clone(), start + rows.len() as i64);
-                let part = take_record_batch(&batch, &UInt32Array::from(rows))?;
+                let rows = UInt32Array::from(rows);
+                let part = take_record_batch(&batch, &rows)?;
+                let part_kinds = arrow::compute::take(&kinds, &rows, None)?
+                    .as_primitive::<Int8Type>()
+                    .clone();
                 let n = part.num_rows();
                 let seqs = Int64Array::from_iter_values(start..start + n as i64);
                 let buffer = buffers.entry(group.clone()).or_insert_with(BucketBuffer::new);
                 let before = buffer.bytes();
-                buffer.push(part, seqs, Int8Array::from(vec![kind; n]));
+                buffer.push(part, seqs, part_kinds);
                 let grown = buffer.bytes() - before;
                 if reservation.try_grow(grown).is_err() || reservation.size() > WRITE_BUFFER_SIZE {
                     // Memory is short: write the largest buffer out as its own level-0 file.
@@ -450,8 +583,23 @@ impl DataSink for PaimonSink {
             commit_user: uuid::Uuid::new_v4().to_string(),
             commit_identifier: i64::MAX,
             operation: Some(self.kind.operation().to_string()),
+            compacted: vec![],
         };
-        self.meta.commit(&request).await?;
+        let touched: BTreeSet<PartitionBucket> = request
+            .added
+            .iter()
+            .map(|e| (e.partition.clone(), e.bucket))
+            .collect();
+        let committed = self.meta.commit(&request).await?;
+        if committed.is_some() && self.compacts_after_commit() {
+            let compaction = Compaction {
+                table: &self.table,
+                meta: &self.meta,
+                schema: &self.schema,
+                batch_size: context.session_config().batch_size(),
+            };
+            compaction.full(&CompactScope::Buckets(touched)).await?;
+        }
         Ok(count)
     }
 }

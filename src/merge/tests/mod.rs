@@ -508,7 +508,14 @@ async fn input_batches_are_released() -> Result<()> {
         .collect();
     let converter = RowConverter::new(fields)?;
     let metrics = MergeMetrics::new(&ExecutionPlanMetricsSet::new(), 0);
-    let mut state = stream::MergeStream::new(streams, converter, options, metrics, Deduplicate::new(false));
+    let mut state = stream::MergeStream::new(
+        streams,
+        converter,
+        options,
+        metrics,
+        Deduplicate::new(false),
+        None,
+    );
     let mut total = 0;
     while let Some(batch) = state.next_batch().await? {
         total += batch.num_rows();

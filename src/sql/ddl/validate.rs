@@ -396,7 +396,11 @@ impl Ctx<'_> {
                 }
             }
         }
-        let ignore_delete = bool_option(&self.schema.options, "ignore-delete", false)?;
+        // `ignore-delete` with its fallback keys (Java `CoreOptions.IGNORE_DELETE`)
+        let ignore_delete = ["ignore-delete", "partial-update.ignore-delete"]
+            .iter()
+            .find(|k| self.schema.options.contains_key(**k))
+            .map_or(Ok(false), |k| bool_option(&self.schema.options, k, false))?;
         let remove_on_delete = bool_option(
             &self.schema.options,
             "partial-update.remove-record-on-delete",

@@ -1,0 +1,189 @@
+//! Key groups turned into one row each, column by column: the part of the merge engines that
+//! needs the values of the records (semantics.md §2, §3).
+//!
+//! The k-way merge ([`super::stream`]) and the write buffer find the *groups* (several records
+//! of one key); a [`GroupReducer`] turns a whole batch of groups into one row per group:
+//!
+//! ```text
+//! gathered members (groups contiguous, arrival order) ──► merge order per group
+//!     (sequence.field, _SEQUENCE_NUMBER, retract before add) ──► engine: a Step per
+//!     (record, column) ──► each column folds its steps (aggregate::FieldAggregator or a
+//!     row selection) ──► one row per group + its row kind
+//! ```
+//!
+//! Keys with a single record never get here: they pass through unchanged (semantics.md §2.0).
+
+mod aggregation;
+mod order;
+mod partial_update;
+mod pick;
+mod select;
+mod spec;
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use arrow::array::{AsArray, Int8Array, RecordBatch, UInt32Array};
+use arrow::compute::{interleave_record_batch, take_record_batch};
+use arrow::datatypes::Int8Type;
+use arrow::row::{RowConverter, SortField};
+use datafusion::common::Result;
+
+pub(crate) use spec::{EngineKind, MergeEngineSpec, RetractPolicy};
+
+use super::engine::is_retract;
+
+/// One row per group, in the input's schema.
+#[derive(Debug)]
+pub(crate) struct ReducedGroups {
+    /// Row `g` is the result of group `g`.
+    pub batch: RecordBatch,
+    /// Whether group `g` produced a row at all (`false`: the engine dropped the key, e.g. every
+    /// record was a retraction skipped by `ignore-delete`). The row of an absent group is
+    /// arbitrary.
+    pub present: Vec<bool>,
+}
+
+/// Folds groups of records of one key into one row per group.
+pub(crate) trait GroupReducer: Send + Sync + Debug {
+    /// `input` holds the records of every group, group `g` being rows
+    /// `offsets[g]..offsets[g + 1]` in arrival order (run by run, oldest run first; for the
+    /// write buffer, order of arrival). The result has one row per group with `input`'s schema,
+    /// the `_SEQUENCE_NUMBER` of the newest record and the engine's row kind.
+    fn reduce(&self, input: &RecordBatch, offsets: &[usize]) -> Result<ReducedGroups>;
+}
+
+/// Rows of `reduced` to output: present, and not a retraction unless `keep_retracts`.
+pub(crate) fn emitted(reduced: &ReducedGroups, kind_column: usize, keep_retracts: bool) -> Vec<bool> {
+    let kinds = reduced.batch.column(kind_column).as_primitive::<Int8Type>();
+    reduced
+        .present
+        .iter()
+        .enumerate()
+        .map(|(g, &present)| present && (keep_retracts || !is_retract(kinds.value(g))))
+        .collect()
+}
+
+/// Folds a whole batch (the write buffer of one bucket): sorts it by key, keeps keys with a
+/// single record as they are and reduces the others with `reducer`. Returns the rows in key
+/// order; results that are retractions are kept (they are written to the file), keys the
+/// engine drops are not.
+pub(crate) fn fold_batch(
+    batch: &RecordBatch,
+    key_columns: &[usize],
+    kind_column: usize,
+    reducer: &dyn GroupReducer,
+) -> Result<RecordBatch> {
+    if batch.num_rows() == 0 {
+        return Ok(batch.clone());
+    }
+    let converter = RowConverter::new(
+        key_columns
+            .iter()
+            .map(|&i| SortField::new(batch.column(i).data_type().clone()))
+            .collect(),
+    )?;
+    let keys = converter.convert_columns(
+        &key_columns
+            .iter()
+            .map(|&i| Arc::clone(batch.column(i)))
+            .collect::<Vec<_>>(),
+    )?;
+    // A stable sort keeps each key's records in arrival order.
+    let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
+    order.sort_by(|&a, &b| keys.row(a as usize).cmp(&keys.row(b as usize)));
+
+    // (0, row) = a single record; (1, g) = the result of group g.
+    let mut indices: Vec<(usize, usize)> = Vec::with_capacity(order.len());
+    let mut members: Vec<u32> = Vec::new();
+    let mut offsets: Vec<usize> = vec![0];
+    let mut start = 0;
+    while start < order.len() {
+        let key = keys.row(order[start] as usize);
+        let mut end = start + 1;
+        while end < order.len() && keys.row(order[end] as usize) == key {
+            end += 1;
+        }
+        if end - start == 1 {
+            indices.push((0, order[start] as usize));
+        } else {
+            indices.push((1, offsets.len() - 1));
+            members.extend_from_slice(&order[start..end]);
+            offsets.push(members.len());
+        }
+        start = end;
+    }
+    if members.is_empty() {
+        return Ok(take_record_batch(batch, &UInt32Array::from(order))?);
+    }
+    let gathered = take_record_batch(batch, &UInt32Array::from(members))?;
+    let reduced = reducer.reduce(&gathered, &offsets)?;
+    let emit = emitted(&reduced, kind_column, true);
+    indices.retain(|&(source, g)| source == 0 || emit[g]);
+    Ok(interleave_record_batch(&[batch, &reduced.batch], &indices)?)
+}
+
+/// The row kinds of a batch as a slice (the kind column is non-null Int8).
+pub(super) fn kinds_of(batch: &RecordBatch, kind_column: usize) -> &Int8Array {
+    batch.column(kind_column).as_primitive::<Int8Type>()
+}
+
+/// Sets the `_SEQUENCE_NUMBER` and `_VALUE_KIND` of each result row: the sequence number of
+/// the newest record of the group (`newest[g]`) and the engine's `kinds[g]`.
+pub(super) fn with_seq_and_kind(
+    columns: &mut [arrow::array::ArrayRef],
+    input: &RecordBatch,
+    seq_column: usize,
+    kind_column: usize,
+    newest: &[u32],
+    kinds: Vec<i8>,
+) -> Result<()> {
+    let newest = UInt32Array::from(newest.to_vec());
+    columns[seq_column] = arrow::compute::take(input.column(seq_column), &newest, None)?;
+    columns[kind_column] = Arc::new(Int8Array::from(kinds));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
+
+/// How one layout column of a value-merging engine gets its result.
+#[derive(Debug, Clone)]
+pub(crate) enum ColumnFold {
+    /// Primary-key, `_SEQUENCE_NUMBER` and `_VALUE_KIND` columns: taken from the newest record
+    /// (the last two are then overwritten by [`with_seq_and_kind`]).
+    Newest,
+    /// Folded by an aggregator along the per-record steps the engine computed.
+    Fold(Arc<dyn crate::merge::aggregate::FieldAggregator>),
+}
+
+/// Builds the result columns of value-merging engines: `steps[c]` holds the step of every
+/// position of `order` for column `c` (empty for [`ColumnFold::Newest`] columns).
+pub(super) fn fold_columns(
+    input: &RecordBatch,
+    folds: &[ColumnFold],
+    order: &[u32],
+    offsets: &[usize],
+    steps: &[Vec<crate::merge::aggregate::Step>],
+    newest: &[u32],
+    field_name: impl Fn(usize) -> String,
+) -> Result<Vec<arrow::array::ArrayRef>> {
+    let newest_indices = UInt32Array::from(newest.to_vec());
+    folds
+        .iter()
+        .enumerate()
+        .map(|(c, fold)| match fold {
+            ColumnFold::Newest => Ok(arrow::compute::take(input.column(c), &newest_indices, None)?),
+            ColumnFold::Fold(aggregator) => {
+                let groups = crate::merge::aggregate::Groups {
+                    order,
+                    offsets,
+                    steps: &steps[c],
+                };
+                aggregator
+                    .fold(input.column(c), groups)
+                    .map_err(|e| e.context(format!("merging field '{}'", field_name(c))))
+            }
+        })
+        .collect()
+}
