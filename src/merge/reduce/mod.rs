@@ -29,6 +29,8 @@ use arrow::datatypes::Int8Type;
 use arrow::row::{RowConverter, SortField};
 use datafusion::common::Result;
 
+#[cfg(test)]
+pub(crate) use pick::PickReducer;
 pub(crate) use spec::{EngineKind, MergeEngineSpec, RetractPolicy};
 
 use super::engine::is_retract;

@@ -7,6 +7,7 @@
 
 mod roaring;
 mod roaring64;
+mod theta;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -29,7 +30,7 @@ pub(super) fn create(
         "rbm32" => ("rbm32", "roaring bitmap", roaring::union32),
         "rbm64" => ("rbm64", "roaring bitmap", roaring64::union64),
         "hll_sketch" => ("hll_sketch", "hll sketch", unsupported_sketch),
-        "theta_sketch" => ("theta_sketch", "theta sketch", unsupported_sketch),
+        "theta_sketch" => ("theta_sketch", "theta sketch", theta::union),
         _ => return None,
     };
     // Java's factories accept VarBinaryType only (BYTES is VARBINARY(MAX); BINARY(n) is refused).
@@ -39,7 +40,7 @@ pub(super) fn create(
              serialized {what}, but the field is {data_type}"
         )));
     }
-    if matches!(name, "hll_sketch" | "theta_sketch") {
+    if name == "hll_sketch" {
         return Some(Err(plan_datafusion_err!(
             "Aggregate function '{name}' of field '{field}' is not supported yet: its union must \
              reproduce Apache DataSketches (Java) serialized bytes exactly, which no available \
@@ -214,10 +215,8 @@ mod tests {
                 );
             }
         }
-        for f in ["hll_sketch", "theta_sketch"] {
-            let err = create_aggregator(f, "f", &parse_type_string("BYTES").unwrap(), &options).unwrap_err();
-            assert!(err.to_string().contains("not supported yet"), "{err}");
-        }
+        let err = create_aggregator("hll_sketch", "f", &parse_type_string("BYTES").unwrap(), &options).unwrap_err();
+        assert!(err.to_string().contains("not supported yet"), "{err}");
         assert!(!agg("rbm32").supports_retract());
         assert!(super::create("sum", "f", &parse_type_string("BYTES").unwrap(), &options).is_none());
     }
@@ -345,6 +344,11 @@ mod java_diff_tmp {
             }
         }
         assert_eq!(bad, 0, "{bad} of {} differ", text.lines().count());
+    }
+
+    #[test]
+    fn java_theta() {
+        run("/tmp/javaref/theta.txt", super::theta::union);
     }
 
     #[test]
