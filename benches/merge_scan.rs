@@ -46,6 +46,8 @@ fn setup(rt: &Runtime) -> Setup {
                 runs,
                 update_fraction: 0.1,
                 seed: 42,
+                options: vec![],
+                leveled: false,
             };
             write_generated_table(dir.path(), "bench", name, &spec)
                 .await

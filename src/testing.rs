@@ -30,6 +30,11 @@ pub struct GeneratedTable {
     pub update_fraction: f64,
     /// Seed of the key choice.
     pub seed: u64,
+    /// Extra table options (`merge-engine`, `fields.<f>.aggregate-function`, ...), as JSON
+    /// members of the schema's `options` object.
+    pub options: Vec<(String, String)>,
+    /// Put run `r` at level `5 - r` instead of level 0 (first-row tables skip level 0).
+    pub leveled: bool,
 }
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -57,8 +62,12 @@ pub async fn write_generated_table(
     let path = object_store::path::Path::from_absolute_path(&root).map_err(io_err)?;
     let meta = TableMeta::new(FileIO::new(store, path, root.display().to_string()));
     let schema_json = format!(
-        r#"{{"version":3,"id":0,"fields":[{{"id":0,"name":"id","type":"BIGINT NOT NULL"}},{{"id":1,"name":"v1","type":"BIGINT"}},{{"id":2,"name":"v2","type":"DOUBLE"}},{{"id":3,"name":"v3","type":"STRING"}},{{"id":4,"name":"v4","type":"INT"}}],"highestFieldId":4,"partitionKeys":[],"primaryKeys":["id"],"options":{{"bucket":"{}"}},"timeMillis":0}}"#,
-        spec.buckets
+        r#"{{"version":3,"id":0,"fields":[{{"id":0,"name":"id","type":"BIGINT NOT NULL"}},{{"id":1,"name":"v1","type":"BIGINT"}},{{"id":2,"name":"v2","type":"DOUBLE"}},{{"id":3,"name":"v3","type":"STRING"}},{{"id":4,"name":"v4","type":"INT"}}],"highestFieldId":4,"partitionKeys":[],"primaryKeys":["id"],"options":{{"bucket":"{}"{}}},"timeMillis":0}}"#,
+        spec.buckets,
+        spec.options
+            .iter()
+            .map(|(k, v)| format!(r#","{k}":"{v}""#))
+            .collect::<String>()
     );
     meta.create_schema_file(0, schema_json).await?;
 
@@ -82,7 +91,10 @@ pub async fn write_generated_table(
             if run_keys.is_empty() {
                 continue;
             }
-            let file = write_run(&meta, bucket, run as i64, &run_keys, seq).await?;
+            let mut file = write_run(&meta, bucket, run as i64, &run_keys, seq).await?;
+            if spec.leveled {
+                file.level = 5 - run as i32;
+            }
             seq += run_keys.len() as i64;
             entries.push(ManifestEntry {
                 kind: FileKind::Add,
@@ -226,6 +238,8 @@ mod tests {
             runs: 5,
             update_fraction: 0.3,
             seed: 7,
+            options: vec![],
+            leveled: false,
         };
         write_generated_table(dir.path(), "g", "t", &spec).await.unwrap();
         let session = PaimonSession::open(dir.path().to_str().unwrap()).await.unwrap();

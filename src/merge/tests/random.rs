@@ -140,7 +140,12 @@ async fn reducer_path_matches_model() -> Result<()> {
         }
         let sizes: Vec<usize> = (0..3).map(|_| rng.below(40) as usize).chain([1]).collect();
         let batch_size = 1 + rng.below(64) as usize;
-        let probe = runs.iter().flatten().next().map(|r| r.0.clone()).unwrap_or(Key::Int(0));
+        let probe = runs
+            .iter()
+            .flatten()
+            .next()
+            .map(|r| r.0.clone())
+            .unwrap_or(Key::Int(0));
         let (schema, key_columns) = schema_for(&probe);
         let streams = runs.iter().map(|r| run_stream(&schema, r, &sizes)).collect();
         let seq_column = schema.index_of("_SEQUENCE_NUMBER")?;
@@ -177,7 +182,10 @@ async fn reducer_path_matches_model() -> Result<()> {
                 _ => unreachable!(),
             });
         }
-        assert_eq!(got, expected, "seed {seed}, sizes {sizes:?}, batch_size {batch_size}");
+        assert_eq!(
+            got, expected,
+            "seed {seed}, sizes {sizes:?}, batch_size {batch_size}"
+        );
     }
     Ok(())
 }

@@ -215,7 +215,8 @@ mod tests {
                 );
             }
         }
-        let err = create_aggregator("hll_sketch", "f", &parse_type_string("BYTES").unwrap(), &options).unwrap_err();
+        let err =
+            create_aggregator("hll_sketch", "f", &parse_type_string("BYTES").unwrap(), &options).unwrap_err();
         assert!(err.to_string().contains("not supported yet"), "{err}");
         assert!(!agg("rbm32").supports_retract());
         assert!(super::create("sum", "f", &parse_type_string("BYTES").unwrap(), &options).is_none());
@@ -313,56 +314,4 @@ mod tests {
             "{err}"
         );
     }
-}
-
-#[cfg(test)]
-mod java_diff_tmp {
-    fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
-
-    fn run(path: &str, f: fn(&[u8], &[u8]) -> datafusion::common::Result<Vec<u8>>) {
-        let text = std::fs::read_to_string(path).unwrap();
-        let mut bad = 0;
-        for (i, line) in text.lines().enumerate() {
-            let p: Vec<&str> = line.split(' ').collect();
-            let got = f(&unhex(p[0]), &unhex(p[1])).unwrap();
-            if got != unhex(p[2]) {
-                bad += 1;
-                if bad < 4 {
-                    eprintln!(
-                        "case {i}: acc {}\n in {}\n want {}\n got  {}",
-                        &p[0][..p[0].len().min(300)],
-                        &p[1][..p[1].len().min(300)],
-                        &p[2][..p[2].len().min(400)],
-                        super::tests_hex(&got)
-                    );
-                }
-            }
-        }
-        assert_eq!(bad, 0, "{bad} of {} differ", text.lines().count());
-    }
-
-    #[test]
-    fn java_theta() {
-        run("/tmp/javaref/theta.txt", super::theta::union);
-    }
-
-    #[test]
-    fn java32() {
-        run("/tmp/javaref/cases32.txt", super::roaring::union32);
-    }
-
-    #[test]
-    fn java64() {
-        run("/tmp/javaref/cases64.txt", super::roaring64::union64);
-    }
-}
-
-#[cfg(test)]
-fn tests_hex(b: &[u8]) -> String {
-    b.iter().take(200).map(|x| format!("{x:02x}")).collect()
 }

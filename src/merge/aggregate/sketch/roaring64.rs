@@ -211,7 +211,9 @@ impl Node {
                         count: self.header.count,
                         prefix: self.header.prefix,
                     },
-                    body: Body::Node48 { index },
+                    body: Body::Node48 {
+                        index: Box::new(index),
+                    },
                     children,
                 };
                 grown.insert_child(child, b)
@@ -322,7 +324,12 @@ impl Node {
                 for v in index.iter_mut() {
                     *v = r.u64()?;
                 }
-                (Body::Node48 { index }, 48)
+                (
+                    Body::Node48 {
+                        index: Box::new(index),
+                    },
+                    48,
+                )
             }
             NODE256 => {
                 let mut mask = [0u64; 4];

@@ -25,7 +25,6 @@ const DEFAULT_SEED_HASH: u16 = 0x93CC;
 const SER_VER: u8 = 3;
 const COMPACT_FAMILY: u8 = 3;
 const FLAG_READ_ONLY: u8 = 2;
-const FLAG_EMPTY: u8 = 4;
 const FLAG_COMPACT: u8 = 8;
 const FLAG_ORDERED: u8 = 16;
 const FLAG_SINGLE_ITEM: u8 = 32;
@@ -88,7 +87,9 @@ impl Union {
             v => return Err(invalid(format!("unknown serial version {v}"))),
         }
         if !(1..=3).contains(&family) {
-            return Err(invalid(format!("family {family} is not Alpha, QuickSelect or Compact")));
+            return Err(invalid(format!(
+                "family {family} is not Alpha, QuickSelect or Compact"
+            )));
         }
         let long_at = |offset: usize| -> Result<i64> {
             let b = bytes
@@ -132,7 +133,10 @@ impl Union {
             let size = if flags & FLAG_COMPACT != 0 {
                 count
             } else {
-                1usize.checked_shl(u32::from(lg_arr)).filter(|&n| n <= 1 << 26).ok_or_else(|| invalid("lgArrLongs"))?
+                1usize
+                    .checked_shl(u32::from(lg_arr))
+                    .filter(|&n| n <= 1 << 26)
+                    .ok_or_else(|| invalid("lgArrLongs"))?
             };
             for i in 0..size {
                 let hash = long_at((pre_longs + i) << 3)?;
@@ -200,7 +204,10 @@ mod tests {
 
     fn hex(s: &str) -> Vec<u8> {
         let s: String = s.split_whitespace().collect();
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     /// Compact ordered sketch (exact mode) of the given hashes.
@@ -208,16 +215,17 @@ mod tests {
         let mut out = hex("02030300001acc93");
         out.extend_from_slice(&(hashes.len() as u32).to_le_bytes());
         out.extend_from_slice(&hex("0000803f"));
-        hashes.iter().for_each(|h| out.extend_from_slice(&h.to_le_bytes()));
+        hashes
+            .iter()
+            .for_each(|h| out.extend_from_slice(&h.to_le_bytes()));
         out
     }
 
     #[test]
     fn format_vectors() {
         // Java: UpdateSketch.builder().build() updated with 1, 2, 3, then compact().toByteArray().
-        let one_two_three = hex(
-            "02030300001acc93 03000000 0000803f 15f97dcbbd86a105 c397fc1281709d1e ba40b3c1da06695d",
-        );
+        let one_two_three =
+            hex("02030300001acc93 03000000 0000803f 15f97dcbbd86a105 c397fc1281709d1e ba40b3c1da06695d");
         // Union with an empty sketch gives the same sketch back.
         assert_eq!(union(&one_two_three, &EMPTY).unwrap(), one_two_three);
         assert_eq!(union(&EMPTY, &one_two_three).unwrap(), one_two_three);
@@ -227,7 +235,38 @@ mod tests {
         assert_eq!(union(&exact(&[5]), &EMPTY).unwrap(), single);
         assert_eq!(union(&single, &single).unwrap(), single);
         // Union of exact sketches: distinct hashes, sorted.
-        assert_eq!(union(&exact(&[9, 3]), &exact(&[3, 7])).unwrap(), exact(&[3, 7, 9]));
+        assert_eq!(
+            union(&exact(&[9, 3]), &exact(&[3, 7])).unwrap(),
+            exact(&[3, 7, 9])
+        );
+    }
+
+    /// Unions computed by DataSketches Java 4.2 exactly as Paimon's `ThetaSketch.union` does:
+    /// `(acc, input, result)`. The first input of the first case is an update sketch (hash table
+    /// form), the second case unions unordered compact sketches.
+    #[test]
+    fn java_generated_unions() {
+        let cases = [
+            (
+                "01030300003acc931538932f1dd3ae37",
+                "c303020a0500cc93010000000000803fffffffffffffff7f000000000000000000000000000000000000000000000000\
+                 234f668009bbd73f00000000000000000000000000000000000000000000000000000000000000000000000000000000\
+                 000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000\
+                 000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000\
+                 000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000\
+                 00000000000000000000000000000000000000000000000000000000000000000000000000000000",
+                "02030300001acc93020000000000803f1538932f1dd3ae37234f668009bbd73f",
+            ),
+            (
+                "02030300000acc93030000000000803f03a40e92be4098448ffc012b4c49182f33c7384c54970b64",
+                "02030300000acc93030000000000803f889bb59eaaadd24522734e642f20f1052aa47539b40f6265",
+                "02030300001acc93060000000000803f22734e642f20f1058ffc012b4c49182f03a40e92be409844889bb59eaaadd245\
+                 33c7384c54970b642aa47539b40f6265",
+            ),
+        ];
+        for (acc, input, result) in cases {
+            assert_eq!(union(&hex(acc), &hex(input)).unwrap(), hex(result));
+        }
     }
 
     #[test]
@@ -254,9 +293,25 @@ mod tests {
 
     #[test]
     fn invalid_input() {
-        assert!(union(&hex("02030300001a0000 01000000 0000803f 0100000000000000"), &EMPTY).is_err());
-        assert!(union(&hex("02040300001acc93 01000000 0000803f 0100000000000000"), &EMPTY).is_err());
-        assert!(union(&hex("02030700001acc93 01000000 0000803f 0100000000000000"), &EMPTY).is_err());
-        assert!(union(&hex("02030300001acc93 05000000 0000803f 0100000000000000"), &EMPTY).is_err());
+        assert!(union(
+            &hex("02030300001a0000 01000000 0000803f 0100000000000000"),
+            &EMPTY
+        )
+        .is_err());
+        assert!(union(
+            &hex("02040300001acc93 01000000 0000803f 0100000000000000"),
+            &EMPTY
+        )
+        .is_err());
+        assert!(union(
+            &hex("02030700001acc93 01000000 0000803f 0100000000000000"),
+            &EMPTY
+        )
+        .is_err());
+        assert!(union(
+            &hex("02030300001acc93 05000000 0000803f 0100000000000000"),
+            &EMPTY
+        )
+        .is_err());
     }
 }
