@@ -179,7 +179,7 @@ impl PaimonCatalog {
         Ok(created)
     }
 
-    fn table_meta(&self, database: &str, table: &str) -> TableMeta {
+    pub(crate) fn table_meta(&self, database: &str, table: &str) -> TableMeta {
         TableMeta::new(self.io().child(&table_dir(database, table)))
     }
 

@@ -43,6 +43,11 @@ const FILE_SOURCE_COMPACT: i32 = 1;
 /// Which buckets to compact.
 #[derive(Debug, Clone)]
 pub(crate) enum CompactScope {
+    /// Every bucket of the table.
+    All,
+    /// The buckets of the partitions matching one of these `key = value` lists (values as
+    /// they appear in partition directory names).
+    Partitions(Vec<Vec<(String, String)>>),
     /// These (partition, bucket) pairs.
     Buckets(BTreeSet<PartitionBucket>),
 }
@@ -69,8 +74,7 @@ impl Compaction<'_> {
         let mut added = Vec::new();
         let mut compacted = Vec::new();
         for (group, entries) in &live.groups {
-            let CompactScope::Buckets(wanted) = scope;
-            if !wanted.contains(group) {
+            if !self.in_scope(scope, group, &options)? {
                 continue;
             }
             let done = entries.len() == 1 && entries[0].file.level == top;
@@ -94,6 +98,31 @@ impl Compaction<'_> {
             compacted,
         };
         Ok(self.meta.commit(&request).await?)
+    }
+
+    fn in_scope(
+        &self,
+        scope: &CompactScope,
+        group: &PartitionBucket,
+        options: &TableOptions,
+    ) -> Result<bool> {
+        Ok(match scope {
+            CompactScope::All => true,
+            CompactScope::Buckets(wanted) => wanted.contains(group),
+            CompactScope::Partitions(specs) => {
+                let values = BinaryRow::decode(&group.0, &self.schema.partition_types())?.values;
+                let path = paths::partition_path(
+                    &self.schema.partition_keys,
+                    &values,
+                    &options.partition_default_name,
+                );
+                let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+                specs.iter().any(|spec| {
+                    spec.iter()
+                        .all(|(k, v)| parts.contains(&format!("{k}={v}").as_str()))
+                })
+            }
+        })
     }
 
     /// Merges every file of one bucket into files at level `top`.

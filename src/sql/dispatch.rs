@@ -20,6 +20,7 @@ pub(crate) enum PaimonStatement {
     DropTable(drop_table::DropTable),
     AlterTable(alter_table::AlterTable),
     ShowDatabases,
+    Call(super::procedures::Call),
 }
 
 /// Parses `sql` if it is one of our statements; `None` leaves it to DataFusion (also when it
@@ -49,6 +50,8 @@ pub(crate) fn parse(sql: &str, normalize_identifiers: bool) -> Result<Option<Pai
         }
     } else if at(&p, 0, &[Keyword::ALTER]) && at(&p, 1, &[Keyword::TABLE]) {
         PaimonStatement::AlterTable(alter_table::parse(&mut p)?)
+    } else if at(&p, 0, &[Keyword::CALL]) {
+        PaimonStatement::Call(super::procedures::parse(&mut p)?)
     } else if at(&p, 0, &[Keyword::SHOW]) && at(&p, 1, &[Keyword::DATABASES, Keyword::SCHEMAS]) {
         show_databases::parse(&mut p)?;
         PaimonStatement::ShowDatabases
@@ -68,6 +71,7 @@ pub(crate) async fn execute(session: &PaimonSession, stmt: PaimonStatement) -> R
         PaimonStatement::DropTable(s) => empty(session, drop_table::execute(session, s).await),
         PaimonStatement::AlterTable(s) => empty(session, alter_table::execute(session, s).await),
         PaimonStatement::ShowDatabases => show_databases::execute(session).await,
+        PaimonStatement::Call(call) => super::procedures::execute(session, call).await,
     }
 }
 

@@ -6,6 +6,7 @@
 pub(crate) mod ddl;
 mod dispatch;
 mod insert_overwrite;
+mod procedures;
 mod session_options;
 
 pub use session_options::{parse_session_statement, SessionStatement};

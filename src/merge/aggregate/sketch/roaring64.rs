@@ -60,7 +60,7 @@ enum Body {
     },
     /// Child slot per key byte, big-endian in 32 u64; 0xFF = none.
     Node48 {
-        index: [u64; 32],
+        index: Box<[u64; 32]>,
     },
     /// Bit per present key byte.
     Node256 {
