@@ -7,6 +7,7 @@
 
 #[cfg(feature = "cli")]
 mod cli;
+mod compaction;
 mod concurrent_commits;
 mod errors;
 mod fixtures;
