@@ -179,6 +179,9 @@ impl MergeFunction for FirstRow {
 pub(crate) struct Collect {
     keep_retracts: bool,
     group: Vec<Candidate>,
+    /// Level of each run, for lookup-mode merges: only the records of level 0 and of the
+    /// smallest level ≥ 1 holding the key are merged (semantics.md §3.4).
+    run_levels: Option<Vec<i32>>,
 }
 
 impl Collect {
@@ -186,7 +189,13 @@ impl Collect {
         Self {
             keep_retracts,
             group: Vec::new(),
+            run_levels: None,
         }
+    }
+
+    pub(crate) fn with_run_levels(mut self, run_levels: Option<Vec<i32>>) -> Self {
+        self.run_levels = run_levels;
+        self
     }
 }
 
@@ -206,6 +215,14 @@ impl MergeFunction for Collect {
     }
 
     fn finish(&mut self) -> Outcome {
+        if let Some(levels) = &self.run_levels {
+            let level = |c: &Candidate| levels.get(c.run).copied().unwrap_or(0);
+            let newest_high = self.group.iter().map(level).filter(|l| *l > 0).min();
+            self.group.retain(|c| {
+                let l = level(c);
+                l == 0 || Some(l) == newest_high
+            });
+        }
         Outcome::Reduce
     }
 

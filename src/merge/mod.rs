@@ -143,6 +143,7 @@ pub(crate) fn merge_runs(
     options: MergeOptions,
     metrics: MergeMetrics,
     engine: &MergeEngineSpec,
+    run_levels: Option<Vec<i32>>,
 ) -> Result<SendableRecordBatchStream> {
     let keep_retracts = options.keep_retracts;
     match engine.kind {
@@ -160,7 +161,7 @@ pub(crate) fn merge_runs(
                 runs,
                 options,
                 metrics,
-                Collect::new(keep_retracts),
+                Collect::new(keep_retracts).with_run_levels(run_levels),
                 reducer,
             )
         }

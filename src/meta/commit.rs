@@ -175,6 +175,9 @@ pub(crate) struct CommitRequest {
     /// Files a compaction replaces (DELETE entries; the commit kind becomes COMPACT). Each must
     /// still be live when the commit lands, otherwise it fails with `CompactionConflict`.
     pub(crate) compacted: Vec<ManifestEntry>,
+    /// Changelog files produced with this commit (input, lookup or full-compaction producer),
+    /// listed in the snapshot's changelog manifest list.
+    pub(crate) changelog: Vec<ManifestEntry>,
 }
 
 /// Bounded retries when another writer wins the race for the next snapshot id.
@@ -188,7 +191,11 @@ impl TableMeta {
     /// also removes what that writer added). Returns None for an empty append (skipped, as
     /// Paimon skips empty batch commits).
     pub(crate) async fn commit(&self, req: &CommitRequest) -> Result<Option<Snapshot>> {
-        if req.added.is_empty() && req.compacted.is_empty() && req.overwrite == OverwriteScope::None {
+        if req.added.is_empty()
+            && req.compacted.is_empty()
+            && req.changelog.is_empty()
+            && req.overwrite == OverwriteScope::None
+        {
             return Ok(None);
         }
         let mut last_conflict = 0;
@@ -221,7 +228,11 @@ impl TableMeta {
                 let still_live = live
                     .groups
                     .get(&(input.partition.clone(), input.bucket))
-                    .is_some_and(|files| files.iter().any(|e| e.file.file_name == input.file.file_name));
+                    .is_some_and(|files| {
+                        files.iter().any(|e| {
+                            e.file.file_name == input.file.file_name && e.file.level == input.file.level
+                        })
+                    });
                 if !still_live {
                     return Err(Error::CompactionConflict {
                         what: format!("bucket {}", input.bucket),
@@ -294,6 +305,18 @@ impl TableMeta {
         written.push(base_list.clone());
         let (delta_list, delta_size) = self.write_manifest_list(std::slice::from_ref(&manifest)).await?;
         written.push(delta_list.clone());
+        let changelog = if req.changelog.is_empty() {
+            None
+        } else {
+            let manifest = self
+                .write_manifest(&req.changelog, schema_id, &req.partition_types)
+                .await?;
+            written.push(manifest.file_name.clone());
+            let (list, _) = self.write_manifest_list(std::slice::from_ref(&manifest)).await?;
+            written.push(list.clone());
+            let rows: i64 = req.changelog.iter().map(|e| e.file.row_count).sum();
+            Some((list, rows))
+        };
         let added: i64 = delta
             .iter()
             .filter(|e| e.kind == FileKind::Add)
@@ -321,6 +344,7 @@ impl TableMeta {
             delta_count: added - deleted,
             watermark: latest.and_then(|l| l.watermark),
             index_manifest: latest.and_then(|l| l.index_manifest.clone()),
+            changelog,
         }
         .build(req);
         self.publish_snapshot(&snapshot).await?;
@@ -338,6 +362,8 @@ struct SnapshotBuilder {
     delta_count: i64,
     watermark: Option<i64>,
     index_manifest: Option<String>,
+    /// Changelog manifest list and its row count.
+    changelog: Option<(String, i64)>,
 }
 
 impl SnapshotBuilder {
@@ -348,7 +374,7 @@ impl SnapshotBuilder {
             schema_id: self.schema_id,
             base_manifest_list: self.base.0,
             delta_manifest_list: self.delta.0,
-            changelog_manifest_list: None,
+            changelog_manifest_list: self.changelog.as_ref().map(|(list, _)| list.clone()),
             index_manifest: self.index_manifest,
             commit_user: req.commit_user.clone(),
             commit_identifier: req.commit_identifier,
@@ -356,7 +382,7 @@ impl SnapshotBuilder {
             time_millis: chrono::Utc::now().timestamp_millis(),
             total_record_count: Some(self.total),
             delta_record_count: Some(self.delta_count),
-            changelog_record_count: None,
+            changelog_record_count: self.changelog.as_ref().map(|(_, rows)| *rows),
             watermark: self.watermark,
             statistics: None,
             next_row_id: None,

@@ -37,6 +37,8 @@ pub(crate) struct ScanContext {
     pub(crate) layout: Arc<ReadLayout>,
     /// The merge engine (primary-key tables).
     pub(crate) engine: Option<Arc<MergeEngineSpec>>,
+    /// Merge in lookup mode (`plan::lookup_read`).
+    pub(crate) lookup_read: bool,
     /// Schemas the files were written with, by id.
     pub(crate) file_schemas: HashMap<i64, Arc<TableSchema>>,
     /// Key column indices in the layout (primary-key tables).

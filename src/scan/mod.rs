@@ -9,6 +9,6 @@ mod stream;
 pub use exec::PaimonScanExec;
 pub(crate) use exec::ScanContext;
 pub(crate) use file_read::{read_file, FileToRead, ReadLayout};
-pub(crate) use plan::{plan_scan, PlanRequest};
+pub(crate) use plan::{lookup_read, plan_scan, PlanRequest};
 #[allow(unused_imports)]
 pub(crate) use split::{Split, SplitFile};

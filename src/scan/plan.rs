@@ -14,7 +14,7 @@ use datafusion::common::{Column, Result, ScalarValue};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::pruning::{PruningPredicateBuilder, PruningStatistics};
 
-use super::split::{build_sections, Split, SplitFile};
+use super::split::{build_sections, level_runs, Split, SplitFile};
 use crate::meta::TableMeta;
 use crate::spec::{
     paths, BinaryRow, DataFileMeta, ManifestEntry, MergeEngine, Snapshot, TableOptions, TableSchema,
@@ -94,7 +94,9 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
             .iter()
             .map(|e| SplitFile::new(&e.file, req.schema, &file_schemas))
             .collect::<Result<Vec<_>>>()?;
-        let sections = if is_pk {
+        let sections = if is_pk && lookup_read(req.schema, req.options) {
+            level_runs(split_files)
+        } else if is_pk {
             build_sections(split_files)
         } else {
             split_files.into_iter().map(|f| vec![vec![f]]).collect()
@@ -259,4 +261,20 @@ impl PruningStatistics for FileStats {
     fn contained(&self, _column: &Column, _values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
         None
     }
+}
+
+/// Whether reads merge in lookup mode (semantics.md §3.4): lookup compaction keeps every
+/// record at level ≥ 1 a complete state, so only the newest high-level record of a key and
+/// its level-0 records are merged. It matters for engines that combine values.
+pub(crate) fn lookup_read(schema: &TableSchema, options: &TableOptions) -> bool {
+    let lookup = options.changelog_producer == "lookup"
+        || schema
+            .options
+            .get("force-lookup")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    lookup
+        && matches!(
+            options.merge_engine,
+            MergeEngine::PartialUpdate | MergeEngine::Aggregation
+        )
 }

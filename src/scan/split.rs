@@ -21,6 +21,10 @@ pub(crate) struct SplitFile {
     pub(crate) min_key: Vec<ScalarValue>,
     pub(crate) max_key: Vec<ScalarValue>,
     pub(crate) external_path: Option<String>,
+    /// LSM level of the file.
+    pub(crate) level: i32,
+    /// Largest `_SEQUENCE_NUMBER` in the file.
+    pub(crate) max_sequence_number: i64,
 }
 
 impl SplitFile {
@@ -54,6 +58,8 @@ impl SplitFile {
             min_key: decode(&file.min_key)?,
             max_key: decode(&file.max_key)?,
             external_path: file.external_path.clone(),
+            level: file.level,
+            max_sequence_number: file.max_sequence_number,
         })
     }
 }
@@ -96,6 +102,25 @@ fn cmp_keys(a: &[ScalarValue], b: &[ScalarValue]) -> Ordering {
         }
     }
     a.len().cmp(&b.len())
+}
+
+/// One section whose runs are the LSM runs themselves: each level-0 file, then each level
+/// ≥ 1, oldest data first (`[Lmax, …, L1, L0 oldest … L0 newest]`). Lookup-mode reads need it:
+/// they merge only the newest high-level record of a key with its level-0 records
+/// (semantics.md §3.4), so every run must belong to one level.
+pub(crate) fn level_runs(mut files: Vec<SplitFile>) -> Vec<Vec<Vec<SplitFile>>> {
+    files.sort_by(|a, b| cmp_keys(&a.min_key, &b.min_key));
+    let mut levels: Vec<i32> = files.iter().map(|f| f.level).filter(|l| *l > 0).collect();
+    levels.sort_unstable_by(|a, b| b.cmp(a));
+    levels.dedup();
+    let mut runs: Vec<Vec<SplitFile>> = levels
+        .iter()
+        .map(|&level| files.iter().filter(|f| f.level == level).cloned().collect())
+        .collect();
+    let mut level0: Vec<&SplitFile> = files.iter().filter(|f| f.level == 0).collect();
+    level0.sort_by_key(|f| f.max_sequence_number);
+    runs.extend(level0.into_iter().map(|f| vec![f.clone()]));
+    vec![runs]
 }
 
 /// Groups files into sections of overlapping key ranges, then packs each section into the
@@ -161,6 +186,8 @@ mod tests {
             min_key: vec![ScalarValue::Int32(Some(min))],
             max_key: vec![ScalarValue::Int32(Some(max))],
             external_path: None,
+            level: 0,
+            max_sequence_number: 0,
         }
     }
 

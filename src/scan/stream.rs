@@ -131,6 +131,10 @@ fn section_stream(
             drop_retracts_stream(stream, layout.kind_index())
         });
     }
+    // In lookup mode every run is one level (`split::level_runs`).
+    let run_levels: Option<Vec<i32>> = ctx
+        .lookup_read
+        .then(|| runs.iter().map(|r| r.first().map_or(0, |f| f.level)).collect());
     let streams = runs
         .into_iter()
         .map(|files| run_stream(ctx, dir, files, batch_size, true))
@@ -143,7 +147,14 @@ fn section_stream(
         batch_size,
     };
     match &ctx.engine {
-        Some(engine) => merge_runs(Arc::clone(&layout.schema), streams, options, metrics, engine),
+        Some(engine) => merge_runs(
+            Arc::clone(&layout.schema),
+            streams,
+            options,
+            metrics,
+            engine,
+            run_levels,
+        ),
         None => merge_sorted_runs(Arc::clone(&layout.schema), streams, options, metrics),
     }
 }

@@ -428,6 +428,7 @@ impl TableProvider for PaimonTable {
         let ctx = ScanContext {
             table_io: self.meta.io().clone(),
             engine,
+            lookup_read: crate::scan::lookup_read(&self.schema, &self.options),
             layout: Arc::new(layout),
             file_schemas: plan.file_schemas,
             key_indices,

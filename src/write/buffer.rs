@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, Int64Array, Int8Array, RecordBatch};
-use arrow::compute::{concat, concat_batches};
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array, Int8Array, RecordBatch, UInt32Array};
+use arrow::compute::{concat, concat_batches, take, take_record_batch};
 use arrow::datatypes::{DataType as ArrowType, Field, Int64Type, Int8Type, Schema};
+use arrow::row::{RowConverter, SortField};
 use datafusion::common::Result;
 
 use crate::io::DataFileRows;
@@ -90,6 +91,41 @@ impl BucketBuffer {
         Ok(Some(DataFileRows {
             values,
             kv: Some((seqs, kinds)),
+        }))
+    }
+
+    /// The raw records for an `input` changelog file (semantics.md §6.2): every buffered
+    /// record with its own kind, sorted by key (a stable sort keeps each key's records in
+    /// arrival, i.e. sequence, order).
+    pub(crate) fn input_changelog_rows(&self, key_columns: &[usize]) -> Result<Option<DataFileRows>> {
+        let Some(first) = self.batches.first() else {
+            return Ok(None);
+        };
+        let values = concat_batches(&first.schema(), &self.batches)?;
+        let seq_refs: Vec<&dyn Array> = self.seqs.iter().map(|a| a.as_ref()).collect();
+        let kind_refs: Vec<&dyn Array> = self.kinds.iter().map(|a| a.as_ref()).collect();
+        let (seqs, kinds) = (concat(&seq_refs)?, concat(&kind_refs)?);
+        let converter = RowConverter::new(
+            key_columns
+                .iter()
+                .map(|&i| SortField::new(values.column(i).data_type().clone()))
+                .collect(),
+        )?;
+        let keys = converter.convert_columns(
+            &key_columns
+                .iter()
+                .map(|&i| Arc::clone(values.column(i)))
+                .collect::<Vec<_>>(),
+        )?;
+        let mut order: Vec<u32> = (0..values.num_rows() as u32).collect();
+        order.sort_by(|&a, &b| keys.row(a as usize).cmp(&keys.row(b as usize)));
+        let order = UInt32Array::from(order);
+        Ok(Some(DataFileRows {
+            values: take_record_batch(&values, &order)?,
+            kv: Some((
+                take(&seqs, &order, None)?.as_primitive::<Int64Type>().clone(),
+                take(&kinds, &order, None)?.as_primitive::<Int8Type>().clone(),
+            )),
         }))
     }
 

@@ -29,7 +29,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::bucket::fixed_bucket;
 use super::buffer::BucketBuffer;
-use crate::compact::{CompactScope, Compaction};
+use crate::compact::Compaction;
 use crate::io::write_data_file;
 use crate::merge::reduce::{GroupReducer, RetractPolicy};
 use crate::merge::MergeEngineSpec;
@@ -38,6 +38,9 @@ use crate::spec::{
     paths, row_kind, BinaryRow, FileKind, ManifestEntry, TableOptions, TableSchema, SEQUENCE_NUMBER,
     VALUE_KIND,
 };
+
+/// File name prefix of changelog files (data files start with `data`).
+const CHANGELOG_PREFIX: &str = "changelog";
 
 /// What a statement does to the table.
 #[derive(Debug, Clone)]
@@ -309,19 +312,6 @@ impl PaimonSink {
         Ok((kinds, Some(keep)))
     }
 
-    /// first-row tables compact level 0 after every commit, as Java's writer waits for its
-    /// lookup compaction: batch reads skip level 0, so this is what makes the rows visible
-    /// (semantics.md §2.2). `write-only = true` leaves it to a separate compaction.
-    fn compacts_after_commit(&self) -> bool {
-        self.schema.has_primary_key()
-            && self.options.merge_engine == crate::spec::MergeEngine::FirstRow
-            && !self
-                .schema
-                .options
-                .get("write-only")
-                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-    }
-
     fn dynamic_partition_overwrite(&self) -> bool {
         !self.schema.partition_keys.is_empty()
             && self
@@ -374,7 +364,8 @@ impl PaimonSink {
         Ok(next)
     }
 
-    /// Writes one buffer as a level-0 file and returns its manifest entry.
+    /// Writes one buffer as a level-0 file (plus, for `changelog-producer = input`, a
+    /// changelog file of the raw records) and returns their manifest entries.
     async fn flush(
         meta: Arc<TableMeta>,
         schema: Arc<TableSchema>,
@@ -383,12 +374,16 @@ impl PaimonSink {
         reducer: Option<Arc<dyn GroupReducer>>,
         group: PartitionBucket,
         buffer: BucketBuffer,
-    ) -> Result<Option<ManifestEntry>> {
+    ) -> Result<Vec<ManifestEntry>> {
+        let input_changelog = match &reducer {
+            Some(_) if options.changelog_producer == "input" => buffer.input_changelog_rows(&key_columns)?,
+            _ => None,
+        };
         let rows = match &reducer {
             Some(reducer) => buffer.into_pk_rows(&key_columns, reducer.as_ref())?,
             None => buffer.into_append_rows()?,
         };
-        let Some(rows) = rows else { return Ok(None) };
+        let Some(rows) = rows else { return Ok(vec![]) };
         let partition_values = BinaryRow::decode(&group.0, &schema.partition_types())?.values;
         let partition_path = paths::partition_path(
             &schema.partition_keys,
@@ -404,15 +399,20 @@ impl PaimonSink {
         if extension != "parquet" {
             return exec_err!("Writing file.format '{extension}' is not supported yet; use parquet");
         }
-        let name = format!("data-{}-0.parquet", uuid::Uuid::new_v4());
-        let file = write_data_file(meta.io(), &dir, name, &schema, rows).await?;
-        Ok(Some(ManifestEntry {
-            kind: FileKind::Add,
-            partition: group.0,
-            bucket: group.1,
-            total_buckets: options.bucket,
-            file,
-        }))
+        let mut written = Vec::with_capacity(2);
+        for (prefix, rows) in [("data", Some(rows)), (CHANGELOG_PREFIX, input_changelog)] {
+            let Some(rows) = rows else { continue };
+            let name = format!("{prefix}-{}-0.parquet", uuid::Uuid::new_v4());
+            let file = write_data_file(meta.io(), &dir, name, &schema, rows).await?;
+            written.push(ManifestEntry {
+                kind: FileKind::Add,
+                partition: group.0.clone(),
+                bucket: group.1,
+                total_buckets: options.bucket,
+                file,
+            });
+        }
+        Ok(written)
     }
 
     fn spawn_flush(
@@ -420,7 +420,7 @@ impl PaimonSink {
         routing: &RowRouting,
         group: PartitionBucket,
         buffer: BucketBuffer,
-    ) -> SpawnedTask<Result<Option<ManifestEntry>>> {
+    ) -> SpawnedTask<Result<Vec<ManifestEntry>>> {
         let (meta, schema, options) = (
             Arc::clone(&self.meta),
             Arc::clone(&self.schema),
@@ -432,7 +432,7 @@ impl PaimonSink {
     }
 }
 
-async fn join(task: SpawnedTask<Result<Option<ManifestEntry>>>) -> Result<Option<ManifestEntry>> {
+async fn join(task: SpawnedTask<Result<Vec<ManifestEntry>>>) -> Result<Vec<ManifestEntry>> {
     task.join()
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))?
@@ -526,9 +526,7 @@ impl DataSink for PaimonSink {
                     if let Some(g) = largest {
                         let buffer = buffers.get_mut(&g).expect("largest buffer exists").take();
                         reservation.shrink(buffer.bytes().min(reservation.size()));
-                        if let Some(entry) = join(self.spawn_flush(&routing, g, buffer)).await? {
-                            flushed.push(entry);
-                        }
+                        flushed.extend(join(self.spawn_flush(&routing, g, buffer)).await?);
                     }
                 }
             }
@@ -540,13 +538,16 @@ impl DataSink for PaimonSink {
             .map(|(g, b)| self.spawn_flush(&routing, g, b))
             .collect();
         let parallelism = context.session_config().target_partitions().max(1);
-        let written: Vec<Option<ManifestEntry>> = futures::stream::iter(tasks)
+        let written: Vec<Vec<ManifestEntry>> = futures::stream::iter(tasks)
             .map(join)
             .buffer_unordered(parallelism)
             .try_collect()
             .await?;
         reservation.free();
         flushed.extend(written.into_iter().flatten());
+        let (changelog, mut flushed): (Vec<ManifestEntry>, Vec<ManifestEntry>) = flushed
+            .into_iter()
+            .partition(|e| e.file.file_name.starts_with(CHANGELOG_PREFIX));
         flushed.sort_by(|a, b| {
             (&a.partition, a.bucket, &a.file.file_name).cmp(&(&b.partition, b.bucket, &b.file.file_name))
         });
@@ -584,6 +585,7 @@ impl DataSink for PaimonSink {
             commit_identifier: i64::MAX,
             operation: Some(self.kind.operation().to_string()),
             compacted: vec![],
+            changelog,
         };
         let touched: BTreeSet<PartitionBucket> = request
             .added
@@ -591,14 +593,14 @@ impl DataSink for PaimonSink {
             .map(|e| (e.partition.clone(), e.bucket))
             .collect();
         let committed = self.meta.commit(&request).await?;
-        if committed.is_some() && self.compacts_after_commit() {
+        if committed.is_some() {
             let compaction = Compaction {
                 table: &self.table,
                 meta: &self.meta,
                 schema: &self.schema,
                 batch_size: context.session_config().batch_size(),
             };
-            compaction.full(&CompactScope::Buckets(touched)).await?;
+            compaction.after_write(touched).await?;
         }
         Ok(count)
     }

@@ -1,0 +1,139 @@
+//! The compaction and changelog options of a table (semantics.md §5, §6, §11), parsed once.
+
+use std::collections::BTreeMap;
+
+use datafusion::common::{exec_datafusion_err, Result};
+
+use super::levels::PickOptions;
+use crate::spec::{MergeEngine, TableOptions, TableSchema};
+
+/// Paimon's `target-file-size` default for primary-key tables (128 MiB).
+const DEFAULT_TARGET_FILE_SIZE: usize = 128 << 20;
+
+/// Where a table's changelog comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Producer {
+    None,
+    Input,
+    Lookup,
+    FullCompaction,
+}
+
+/// Everything compaction needs to know about a table.
+#[derive(Debug, Clone)]
+pub(crate) struct CompactSettings {
+    pub producer: Producer,
+    pub engine: MergeEngine,
+    /// Lookup compaction (§5.4): producer lookup, first-row, deletion vectors, `force-lookup`.
+    pub lookup: bool,
+    /// `write-only`: writers never compact.
+    pub write_only: bool,
+    /// `full-compaction.delta-commits`.
+    pub delta_commits: Option<i64>,
+    pub pick: PickOptions,
+    /// `target-file-size` in bytes.
+    pub target_file_size: usize,
+    /// `changelog-producer.row-deduplicate`.
+    pub row_deduplicate: bool,
+    /// `changelog-producer.row-deduplicate-ignore-fields`.
+    pub row_deduplicate_ignore: Vec<String>,
+    /// `sequence.field` is set.
+    pub has_sequence_field: bool,
+}
+
+impl CompactSettings {
+    pub(crate) fn new(schema: &TableSchema) -> Result<Self> {
+        let options = TableOptions::parse(&schema.options)?;
+        let o = &schema.options;
+        let producer = match options.changelog_producer.as_str() {
+            "input" => Producer::Input,
+            "lookup" => Producer::Lookup,
+            "full-compaction" => Producer::FullCompaction,
+            _ => Producer::None,
+        };
+        let trigger = int(o, "num-sorted-run.compaction-trigger")?.unwrap_or(5).max(1);
+        let levels = int(o, "num-levels")?.unwrap_or(trigger + 1);
+        Ok(CompactSettings {
+            producer,
+            engine: options.merge_engine,
+            lookup: producer == Producer::Lookup
+                || options.merge_engine == MergeEngine::FirstRow
+                || options.deletion_vectors
+                || flag(o, "force-lookup"),
+            write_only: flag(o, "write-only"),
+            delta_commits: int(o, "full-compaction.delta-commits")?,
+            pick: PickOptions {
+                trigger: trigger as usize,
+                max_size_amplification_percent: int(o, "compaction.max-size-amplification-percent")?
+                    .unwrap_or(200),
+                size_ratio: int(o, "compaction.size-ratio")?.unwrap_or(1),
+                max_level: (levels - 1).max(1) as i32,
+            },
+            target_file_size: match o.get("target-file-size") {
+                None => DEFAULT_TARGET_FILE_SIZE,
+                Some(v) => parse_memory_size(v).ok_or_else(|| {
+                    exec_datafusion_err!("Invalid value '{v}' for option 'target-file-size'")
+                })?,
+            },
+            row_deduplicate: flag(o, "changelog-producer.row-deduplicate"),
+            row_deduplicate_ignore: o
+                .get("changelog-producer.row-deduplicate-ignore-fields")
+                .map(|v| {
+                    v.split(',')
+                        .map(|s| s.trim().to_string())
+                        .filter(|s| !s.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            has_sequence_field: !options.sequence_fields.is_empty(),
+        })
+    }
+}
+
+fn flag(options: &BTreeMap<String, String>, key: &str) -> bool {
+    options
+        .get(key)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+fn int(options: &BTreeMap<String, String>, key: &str) -> Result<Option<i64>> {
+    options
+        .get(key)
+        .map(|v| {
+            v.trim().parse::<i64>().map_err(|_| {
+                exec_datafusion_err!("Invalid value '{v}' for option '{key}': expected an integer")
+            })
+        })
+        .transpose()
+}
+
+/// Paimon memory sizes: `128 mb`, `64MB`, `1 gb`, `1024` (bytes), `512 kb`.
+pub(crate) fn parse_memory_size(text: &str) -> Option<usize> {
+    let text = text.trim().to_ascii_lowercase();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: usize = number.parse().ok()?;
+    let factor = match unit.trim() {
+        "" | "b" | "bytes" => 1,
+        "k" | "kb" | "kibibytes" => 1 << 10,
+        "m" | "mb" | "mebibytes" => 1 << 20,
+        "g" | "gb" | "gibibytes" => 1 << 30,
+        "t" | "tb" | "tebibytes" => 1 << 40,
+        _ => return None,
+    };
+    number.checked_mul(factor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_memory_size;
+
+    #[test]
+    fn memory_sizes() {
+        assert_eq!(parse_memory_size("128 mb"), Some(128 << 20));
+        assert_eq!(parse_memory_size("64MB"), Some(64 << 20));
+        assert_eq!(parse_memory_size("1024"), Some(1024));
+        assert_eq!(parse_memory_size("2 kb"), Some(2048));
+        assert_eq!(parse_memory_size("x"), None);
+    }
+}

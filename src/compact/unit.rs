@@ -1,0 +1,679 @@
+//! Executing one compaction unit of a bucket (semantics.md §5.3, §6.3, §6.4): the picked runs
+//! are merged (or a lone file is moved up) into the output level, with the changelog the
+//! table's producer asks for.
+//!
+//! A unit is processed in memory: its files are read whole, records are grouped by key, the
+//! groups are reduced by the table's merge engine in one columnar call, and the data and
+//! changelog rows are gathered with `interleave`. Differences from Java's task: several
+//! non-overlapping sections of a unit are rewritten together instead of upgrading large
+//! single-run files one by one (levels and record counters are size-dependent in Paimon
+//! anyway, §5.3); the changelog rows do not depend on it.
+
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, AsArray, Int8Array, RecordBatch, UInt32Array};
+use arrow::compute::{concat_batches, interleave_record_batch};
+use arrow::datatypes::{Int8Type, SchemaRef};
+use arrow::row::{RowConverter, Rows, SortField};
+use datafusion::common::{exec_datafusion_err, Result};
+use futures::TryStreamExt;
+
+use super::levels::{Pick, Run};
+use super::lookup::{self, LookupFile};
+use super::settings::{CompactSettings, Producer};
+use crate::io::{write_data_file, DataFileRows};
+use crate::merge::{is_retract, MergeEngineSpec};
+use crate::meta::{PartitionBucket, TableMeta};
+use crate::scan::{read_file, FileToRead, ReadLayout};
+use crate::spec::{row_kind, FileKind, ManifestEntry, MergeEngine, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
+
+/// `file_source` of files written by compaction.
+const FILE_SOURCE_COMPACT: i32 = 1;
+
+/// What a unit changes: files replaced, files added (new or moved up), changelog files.
+#[derive(Debug, Default)]
+pub(crate) struct UnitResult {
+    pub before: Vec<ManifestEntry>,
+    pub after: Vec<ManifestEntry>,
+    pub changelog: Vec<ManifestEntry>,
+}
+
+/// Which changelog the unit produces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChangelogMode {
+    None,
+    /// Before-images looked up in the levels below the output (§6.3).
+    Lookup,
+    /// Compared with the previous top-level record (§6.4).
+    Full,
+}
+
+/// One bucket being compacted.
+pub(crate) struct BucketCompaction<'a> {
+    pub table: &'a str,
+    pub meta: &'a TableMeta,
+    pub schema: &'a Arc<TableSchema>,
+    pub settings: &'a CompactSettings,
+    pub group: &'a PartitionBucket,
+    pub total_buckets: i32,
+    /// Bucket directory relative to the table root.
+    pub dir: String,
+    /// Every live file of the bucket.
+    pub files: &'a [ManifestEntry],
+    pub batch_size: usize,
+}
+
+/// Records of several files in one batch, with the level each came from.
+struct Records {
+    batch: RecordBatch,
+    levels: Vec<i32>,
+}
+
+/// How one key's output row and changelog are formed, as `(source, row)` indices into the
+/// sources `[inputs and looked-up records, reduced groups]`.
+struct KeyPlan {
+    /// The row written to the output (before `dropDelete`).
+    output: Option<(usize, usize)>,
+    /// The before-image (an add), for `-U`/`-D` rows.
+    before: Option<(usize, usize)>,
+    /// Whether the key produces changelog rows by comparing `before` with `output`.
+    emits: bool,
+    /// Changelog rows decided directly (first-row `+I`).
+    fixed: Vec<(usize, usize, i8)>,
+}
+
+impl KeyPlan {
+    fn keep(row: (usize, usize)) -> Self {
+        KeyPlan {
+            output: Some(row),
+            before: None,
+            emits: false,
+            fixed: vec![],
+        }
+    }
+
+    fn drop() -> Self {
+        KeyPlan {
+            output: None,
+            before: None,
+            emits: false,
+            fixed: vec![],
+        }
+    }
+}
+
+impl BucketCompaction<'_> {
+    fn layout(&self) -> Arc<ReadLayout> {
+        Arc::new(ReadLayout::new(self.schema.fields.clone(), true))
+    }
+
+    fn engine(&self, layout: &ReadLayout) -> Result<MergeEngineSpec> {
+        let mut names: Vec<String> = self.schema.fields.iter().map(|f| f.name.clone()).collect();
+        names.push(SEQUENCE_NUMBER.to_string());
+        names.push(VALUE_KIND.to_string());
+        MergeEngineSpec::new(
+            self.table,
+            self.schema,
+            &names,
+            layout.seq_index(),
+            layout.kind_index(),
+        )
+    }
+
+    fn key_columns(&self) -> Result<Vec<usize>> {
+        self.schema
+            .trimmed_primary_keys()
+            .iter()
+            .map(|k| self.schema.fields.iter().position(|f| f.id == k.id))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                exec_datafusion_err!("Primary key of table {} is not among its columns", self.table)
+            })
+    }
+
+    fn key_converter(&self, batch: &RecordBatch, key_columns: &[usize]) -> Result<RowConverter> {
+        Ok(RowConverter::new(
+            key_columns
+                .iter()
+                .map(|&c| SortField::new(batch.column(c).data_type().clone()))
+                .collect(),
+        )?)
+    }
+
+    /// Reads a whole data file in the full layout.
+    async fn read(&self, entry: &ManifestEntry, layout: &Arc<ReadLayout>) -> Result<RecordBatch> {
+        let file = &entry.file;
+        let path = match &file.external_path {
+            Some(p) => {
+                object_store::path::Path::from(p.trim_start_matches("file://").trim_start_matches('/'))
+            }
+            None => self.meta.io().path(&format!("{}/{}", self.dir, file.file_name)),
+        };
+        let file_schema = self.meta.schema(file.schema_id).await?;
+        let stream = read_file(
+            Arc::clone(self.meta.io().store()),
+            FileToRead {
+                path,
+                size: file.file_size as u64,
+                need_sequence: true,
+            },
+            file_schema,
+            Arc::clone(layout),
+            self.batch_size,
+        )
+        .await?;
+        let batches: Vec<RecordBatch> = stream.try_collect().await?;
+        Ok(concat_batches(&layout.schema, &batches)?)
+    }
+
+    /// Reads `entries` (oldest first) into one batch.
+    async fn read_all(&self, entries: &[&ManifestEntry], layout: &Arc<ReadLayout>) -> Result<Records> {
+        let mut batches = Vec::with_capacity(entries.len());
+        let mut levels = Vec::new();
+        for entry in entries {
+            let batch = self.read(entry, layout).await?;
+            levels.extend(std::iter::repeat_n(entry.file.level, batch.num_rows()));
+            batches.push(batch);
+        }
+        Ok(Records {
+            batch: concat_batches(&layout.schema, &batches)?,
+            levels,
+        })
+    }
+
+    /// Runs the unit `pick` over `runs` (the bucket's runs, newest first).
+    pub(crate) async fn run(&self, runs: &[Run], pick: Pick) -> Result<UnitResult> {
+        let unit: Vec<&ManifestEntry> = runs[..pick.runs]
+            .iter()
+            .rev() // oldest first: arrival order for the merge
+            .flat_map(|r| r.files.iter())
+            .collect();
+        let output_level = pick.output_level;
+        if unit.is_empty() || (unit.len() == 1 && unit[0].file.level == output_level) {
+            return Ok(UnitResult::default());
+        }
+        let settings = self.settings;
+        let max_level = settings.pick.max_level;
+        let contains_level0 = unit.iter().any(|e| e.file.level == 0);
+        let mode = if settings.producer == Producer::FullCompaction && output_level == max_level {
+            ChangelogMode::Full
+        } else if settings.lookup && contains_level0 && output_level > 0 {
+            ChangelogMode::Lookup
+        } else {
+            ChangelogMode::None
+        };
+        let highest = self.files.iter().map(|e| e.file.level).max().unwrap_or(0);
+        let drop_delete = output_level != 0 && output_level >= highest;
+
+        // A lone file moves up without a rewrite where Paimon does so (§5.3, §6.3).
+        if let [single] = unit[..] {
+            let may_have_deletes = single.file.delete_row_count != Some(0);
+            let rewrite = match mode {
+                _ if output_level == max_level && may_have_deletes => true,
+                ChangelogMode::Lookup if single.file.level == 0 => {
+                    !(output_level == max_level
+                        || (settings.engine == MergeEngine::Deduplicate && !settings.has_sequence_field))
+                }
+                _ => false,
+            };
+            if !rewrite {
+                return self.upgrade(single, output_level, mode).await;
+            }
+        }
+        self.rewrite(&unit, output_level, mode, drop_delete, true).await
+    }
+
+    /// Moves `entry` to `output_level` unchanged; the changelog is computed from its records.
+    async fn upgrade(
+        &self,
+        entry: &ManifestEntry,
+        output_level: i32,
+        mode: ChangelogMode,
+    ) -> Result<UnitResult> {
+        let mut moved = entry.clone();
+        moved.file.level = output_level;
+        let mut result = UnitResult {
+            before: vec![entry.clone()],
+            after: vec![moved],
+            changelog: vec![],
+        };
+        if mode == ChangelogMode::None || self.settings.producer == Producer::None {
+            return Ok(result);
+        }
+        // Same path as a rewrite, without writing data: the file itself is the data.
+        result.changelog = self
+            .rewrite(&[entry], output_level, mode, false, false)
+            .await?
+            .changelog;
+        Ok(result)
+    }
+
+    /// Merges the records of `unit` (oldest file first) into new files at `output_level`.
+    async fn rewrite(
+        &self,
+        unit: &[&ManifestEntry],
+        output_level: i32,
+        mode: ChangelogMode,
+        drop_delete: bool,
+        write_data: bool,
+    ) -> Result<UnitResult> {
+        let layout = self.layout();
+        let engine = self.engine(&layout)?;
+        let key_columns = self.key_columns()?;
+        let (seq_column, kind_column) = (layout.seq_index(), layout.kind_index());
+        let records = self.read_all(unit, &layout).await?;
+        let converter = self.key_converter(&records.batch, &key_columns)?;
+        let keys = converter.convert_columns(
+            &key_columns
+                .iter()
+                .map(|&c| Arc::clone(records.batch.column(c)))
+                .collect::<Vec<_>>(),
+        )?;
+        let mut order: Vec<u32> = (0..records.batch.num_rows() as u32).collect();
+        order.sort_by(|&a, &b| keys.row(a as usize).cmp(&keys.row(b as usize)));
+
+        // Looked-up before-images are appended to the input records as extra rows.
+        let mut extra: Vec<(Arc<LookupFile>, usize)> = Vec::new();
+        let lookup_files = if mode == ChangelogMode::Lookup {
+            self.lookup_files(unit, output_level, &converter, &key_columns, &layout)
+                .await?
+        } else {
+            vec![]
+        };
+        let input_rows = records.batch.num_rows();
+        let kinds = records
+            .batch
+            .column(kind_column)
+            .as_primitive::<Int8Type>()
+            .values()
+            .clone();
+        let first_row = self.settings.engine == MergeEngine::FirstRow;
+
+        // Per key: the group to reduce (if any) and what the key emits.
+        let mut members: Vec<u32> = Vec::new();
+        let mut offsets: Vec<usize> = vec![0];
+        let mut plans: Vec<KeyPlan> = Vec::new();
+        let mut start = 0;
+        while start < order.len() {
+            let key = keys.row(order[start] as usize);
+            let mut end = start + 1;
+            while end < order.len() && keys.row(order[end] as usize) == key {
+                end += 1;
+            }
+            let group: Vec<usize> = order[start..end].iter().map(|&r| r as usize).collect();
+            start = end;
+            let mut reduce = |rows: &mut dyn Iterator<Item = usize>| {
+                members.extend(rows.map(|r| r as u32));
+                offsets.push(members.len());
+                (1, offsets.len() - 2)
+            };
+            if mode != ChangelogMode::Lookup {
+                // plain and full-compaction merges: every record, lone records pass through;
+                // on lookup tables a high-level record is a complete state, so deeper copies
+                // of the key are ignored (semantics.md §3.4)
+                let group: Vec<usize> = if self.settings.lookup {
+                    let newest_high = group.iter().map(|&r| records.levels[r]).filter(|l| *l > 0).min();
+                    group
+                        .into_iter()
+                        .filter(|&r| records.levels[r] == 0 || Some(records.levels[r]) == newest_high)
+                        .collect()
+                } else {
+                    group
+                };
+                let output = if group.len() == 1 {
+                    (0, group[0])
+                } else {
+                    reduce(&mut group.iter().copied())
+                };
+                let top = group
+                    .iter()
+                    .copied()
+                    .find(|&r| records.levels[r] == self.settings.pick.max_level);
+                plans.push(KeyPlan {
+                    output: Some(output),
+                    before: top.filter(|&t| !is_retract(kinds[t])).map(|t| (0, t)),
+                    // a lone top-level record is unchanged (§6.4)
+                    emits: mode == ChangelogMode::Full && !(group.len() == 1 && top.is_some()),
+                    fixed: vec![],
+                });
+                continue;
+            }
+            let level0: Vec<usize> = group
+                .iter()
+                .copied()
+                .filter(|&r| records.levels[r] == 0)
+                .collect();
+            // the newest high-level input record: the smallest level >= 1
+            let high = group
+                .iter()
+                .copied()
+                .filter(|&r| records.levels[r] > 0)
+                .min_by_key(|&r| records.levels[r]);
+            if level0.is_empty() {
+                // only high-level records: the newest is the complete state; no changelog
+                let row = high.expect("a key group has a record");
+                plans.push(KeyPlan::keep((0, row)));
+                continue;
+            }
+            let (before, looked_up) = match high {
+                Some(row) => (Some(row), false),
+                None => {
+                    let hit = lookup_files
+                        .iter()
+                        .find_map(|f| f.get(key.as_ref()).map(|r| (Arc::clone(f), r)));
+                    match hit {
+                        Some(found) => {
+                            extra.push(found);
+                            (Some(input_rows + extra.len() - 1), true)
+                        }
+                        None => (None, false),
+                    }
+                }
+            };
+            if first_row {
+                plans.push(match (before, looked_up) {
+                    // an older version exists in the inputs: it stays, nothing new
+                    (Some(row), false) => KeyPlan::keep((0, row)),
+                    // the key exists below the output level: the new records are dropped
+                    (Some(_), true) => KeyPlan::drop(),
+                    (None, _) => {
+                        let first = level0
+                            .iter()
+                            .copied()
+                            .filter(|&r| !is_retract(kinds[r]))
+                            .min_by_key(|&r| seq_of(&records.batch, seq_column, r));
+                        match first {
+                            None => KeyPlan::drop(),
+                            Some(row) => KeyPlan {
+                                fixed: if self.settings.producer == Producer::Lookup {
+                                    vec![(0, row, row_kind::INSERT)]
+                                } else {
+                                    vec![]
+                                },
+                                ..KeyPlan::keep((0, row))
+                            },
+                        }
+                    }
+                });
+                continue;
+            }
+            // after = merge of the high-level record and the level-0 records, always through
+            // the merge function (no single-record pass-through, §2.0)
+            let output = reduce(&mut before.into_iter().chain(level0.iter().copied()));
+            let before_kind = |b: usize| {
+                if b < input_rows {
+                    kinds[b]
+                } else {
+                    extra_kind(&extra[b - input_rows])
+                }
+            };
+            plans.push(KeyPlan {
+                output: Some(output),
+                before: before.filter(|&b| !is_retract(before_kind(b))).map(|b| (0, b)),
+                emits: true,
+                fixed: vec![],
+            });
+        }
+
+        // The inputs plus the looked-up rows, and the reduced groups.
+        let combined = if extra.is_empty() {
+            records.batch.clone()
+        } else {
+            let mut parts = vec![records.batch.clone()];
+            for (file, row) in &extra {
+                parts.push(file.batch.slice(*row, 1));
+            }
+            concat_batches(&layout.schema, &parts)?
+        };
+        let reduced = if members.is_empty() {
+            combined.slice(0, 0)
+        } else {
+            let gathered = arrow::compute::take_record_batch(&combined, &UInt32Array::from(members))?;
+            engine.reducer.reduce(&gathered, &offsets)?.batch
+        };
+        let reduced_kinds = reduced
+            .column(kind_column)
+            .as_primitive::<Int8Type>()
+            .values()
+            .clone();
+        let combined_kinds = combined
+            .column(kind_column)
+            .as_primitive::<Int8Type>()
+            .values()
+            .clone();
+        let kind_at = |(source, row): (usize, usize)| {
+            if source == 0 {
+                combined_kinds[row]
+            } else {
+                reduced_kinds[row]
+            }
+        };
+        let equal = RowEquality::new(
+            &combined,
+            &reduced,
+            self.schema,
+            &self.settings.row_deduplicate_ignore,
+        )?;
+
+        let mut data_indices: Vec<(usize, usize)> = Vec::new();
+        let mut changelog_indices: Vec<(usize, usize)> = Vec::new();
+        let mut changelog_kinds: Vec<i8> = Vec::new();
+        for plan in plans {
+            if let Some(after) = plan.output {
+                if write_data && !(drop_delete && is_retract(kind_at(after))) {
+                    data_indices.push(after);
+                }
+            }
+            let mut emit = |source: (usize, usize), kind: i8| {
+                changelog_indices.push(source);
+                changelog_kinds.push(kind);
+            };
+            for &(s, r, kind) in &plan.fixed {
+                emit((s, r), kind);
+            }
+            let (true, Some(after)) = (plan.emits, plan.output) else {
+                continue;
+            };
+            match (plan.before, !is_retract(kind_at(after))) {
+                (None, true) => emit(after, row_kind::INSERT),
+                (None, false) => {}
+                (Some(before), false) => emit(before, row_kind::DELETE),
+                (Some(before), true) => {
+                    if self.settings.row_deduplicate && equal.eq(before, after) {
+                        continue;
+                    }
+                    emit(before, row_kind::UPDATE_BEFORE);
+                    emit(after, row_kind::UPDATE_AFTER);
+                }
+            }
+        }
+
+        let sources = [&combined, &reduced];
+        let mut result = UnitResult {
+            before: unit.iter().map(|e| (*e).clone()).collect(),
+            after: vec![],
+            changelog: vec![],
+        };
+        if !data_indices.is_empty() {
+            let data = interleave_record_batch(&sources, &data_indices)?;
+            result.after = self.write_rolling(&data, output_level, "data").await?;
+        }
+        if !changelog_indices.is_empty() {
+            let rows = interleave_record_batch(&sources, &changelog_indices)?;
+            let rows = with_kinds(&rows, kind_column, changelog_kinds)?;
+            result.changelog = self.write_rolling(&rows, output_level, "changelog").await?;
+        }
+        Ok(result)
+    }
+
+    /// The files a lookup searches, nearest level first: levels above `output_level` outside
+    /// the unit, as cached indexes.
+    async fn lookup_files(
+        &self,
+        unit: &[&ManifestEntry],
+        output_level: i32,
+        converter: &RowConverter,
+        key_columns: &[usize],
+        layout: &Arc<ReadLayout>,
+    ) -> Result<Vec<Arc<LookupFile>>> {
+        let mut candidates: Vec<&ManifestEntry> = self
+            .files
+            .iter()
+            .filter(|e| e.file.level > output_level)
+            .filter(|e| !unit.iter().any(|u| u.file.file_name == e.file.file_name))
+            .collect();
+        candidates.sort_by_key(|e| e.file.level);
+        let max_bytes = self
+            .schema
+            .options
+            .get("lookup.cache-max-memory-size")
+            .and_then(|v| super::settings::parse_memory_size(v))
+            .unwrap_or(lookup::DEFAULT_CACHE_BYTES);
+        let mut files = Vec::with_capacity(candidates.len());
+        for entry in candidates {
+            let path = self
+                .meta
+                .io()
+                .path(&format!("{}/{}", self.dir, entry.file.file_name))
+                .to_string();
+            let file = match lookup::cached(&path) {
+                Some(file) => file,
+                None => {
+                    let batch = self.read(entry, layout).await?;
+                    let file = Arc::new(LookupFile::build(batch, converter, key_columns)?);
+                    lookup::insert(path, Arc::clone(&file), max_bytes);
+                    file
+                }
+            };
+            files.push(file);
+        }
+        Ok(files)
+    }
+
+    /// Writes `rows` (full layout) as files of about `target-file-size` at `level`.
+    async fn write_rolling(
+        &self,
+        rows: &RecordBatch,
+        level: i32,
+        prefix: &str,
+    ) -> Result<Vec<ManifestEntry>> {
+        let bytes = rows.get_array_memory_size().max(1);
+        let parts = bytes.div_ceil(self.settings.target_file_size).max(1);
+        let per_part = rows.num_rows().div_ceil(parts).max(1);
+        let mut out = Vec::with_capacity(parts);
+        let mut offset = 0;
+        while offset < rows.num_rows() {
+            let len = per_part.min(rows.num_rows() - offset);
+            out.push(self.write(&rows.slice(offset, len), level, prefix).await?);
+            offset += len;
+        }
+        Ok(out)
+    }
+
+    async fn write(&self, rows: &RecordBatch, level: i32, prefix: &str) -> Result<ManifestEntry> {
+        let n = self.schema.fields.len();
+        let value_schema: SchemaRef = Arc::new(arrow::datatypes::Schema::new(
+            self.schema
+                .fields
+                .iter()
+                .map(|f| f.to_arrow_field().with_nullable(true))
+                .collect::<Vec<_>>(),
+        ));
+        let values = RecordBatch::try_new(value_schema, rows.columns()[..n].to_vec())?;
+        let seqs = rows
+            .column(n)
+            .as_primitive::<arrow::datatypes::Int64Type>()
+            .clone();
+        let kinds = rows.column(n + 1).as_primitive::<Int8Type>().clone();
+        let name = format!("{prefix}-{}-0.parquet", uuid::Uuid::new_v4());
+        let mut file = write_data_file(
+            self.meta.io(),
+            &self.dir,
+            name,
+            self.schema,
+            DataFileRows {
+                values,
+                kv: Some((seqs, kinds)),
+            },
+        )
+        .await?;
+        file.level = level;
+        file.file_source = Some(FILE_SOURCE_COMPACT);
+        Ok(ManifestEntry {
+            kind: FileKind::Add,
+            partition: self.group.0.clone(),
+            bucket: self.group.1,
+            total_buckets: self.total_buckets,
+            file,
+        })
+    }
+}
+
+fn seq_of(batch: &RecordBatch, seq_column: usize, row: usize) -> i64 {
+    batch
+        .column(seq_column)
+        .as_primitive::<arrow::datatypes::Int64Type>()
+        .value(row)
+}
+
+fn extra_kind((file, row): &(Arc<LookupFile>, usize)) -> i8 {
+    let kinds = file
+        .batch
+        .column(file.batch.num_columns() - 1)
+        .as_primitive::<Int8Type>();
+    kinds.value(*row)
+}
+
+/// Replaces the `_VALUE_KIND` column.
+fn with_kinds(batch: &RecordBatch, kind_column: usize, kinds: Vec<i8>) -> Result<RecordBatch> {
+    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
+    columns[kind_column] = Arc::new(Int8Array::from(kinds));
+    Ok(RecordBatch::try_new(batch.schema(), columns)?)
+}
+
+/// Equality of table values (the full row, kinds not compared, ignoring
+/// `changelog-producer.row-deduplicate-ignore-fields`) between rows of two batches.
+struct RowEquality {
+    rows: Option<[Rows; 2]>,
+}
+
+impl RowEquality {
+    fn new(a: &RecordBatch, b: &RecordBatch, schema: &TableSchema, ignore: &[String]) -> Result<Self> {
+        let columns: Vec<usize> = schema
+            .fields
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !ignore.contains(&f.name))
+            .map(|(i, _)| i)
+            .collect();
+        let fields: Vec<SortField> = columns
+            .iter()
+            .map(|&c| SortField::new(a.column(c).data_type().clone()))
+            .collect();
+        // Types the row format cannot encode make every pair "different" (a -U/+U is emitted).
+        let Ok(converter) = RowConverter::new(fields) else {
+            return Ok(RowEquality { rows: None });
+        };
+        let convert = |batch: &RecordBatch| {
+            converter.convert_columns(
+                &columns
+                    .iter()
+                    .map(|&c| Arc::clone(batch.column(c)))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        Ok(RowEquality {
+            rows: match (convert(a), convert(b)) {
+                (Ok(x), Ok(y)) => Some([x, y]),
+                _ => None,
+            },
+        })
+    }
+
+    fn eq(&self, (sa, ra): (usize, usize), (sb, rb): (usize, usize)) -> bool {
+        match &self.rows {
+            Some(rows) => rows[sa].row(ra) == rows[sb].row(rb),
+            None => false,
+        }
+    }
+}
