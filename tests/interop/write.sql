@@ -250,3 +250,46 @@ SELECT CAST(value AS INT) AS id, CASE WHEN value % 2 = 0 THEN 'even' ELSE 'odd' 
 FROM generate_series(1, 300);
 
 INSERT INTO interop.append_bucketed VALUES (1, 'odd', 'again'), (2, 'even', 'again');
+
+----------------------------------------------------------------------------------------------------
+-- 7. Compaction and changelog producers: levels above 0, upgraded and rewritten files, COMPACT
+--    snapshots, changelog manifests (pypaimon reads the data files of every level)
+----------------------------------------------------------------------------------------------------
+-- Partial-update rather than aggregation: pypaimon merges every level of a lookup table, Java
+-- only the newest high-level record (semantics.md §3.4); for partial-update both agree.
+CREATE TABLE interop.lookup_partial (
+    k INT,
+    total BIGINT,
+    tags STRING,
+    PRIMARY KEY (k) NOT ENFORCED
+) WITH ('bucket' = '2', 'changelog-producer' = 'lookup', 'merge-engine' = 'partial-update');
+
+INSERT INTO interop.lookup_partial SELECT CAST(value AS INT) AS k, value AS total, CAST(NULL AS STRING) AS tags FROM generate_series(1, 200);
+
+INSERT INTO interop.lookup_partial SELECT CAST(value AS INT) AS k, CAST(NULL AS BIGINT) AS total, 'b' AS tags FROM generate_series(100, 300);
+
+CREATE TABLE interop.full_dedup (
+    k INT,
+    v STRING,
+    PRIMARY KEY (k) NOT ENFORCED
+) WITH ('bucket' = '1', 'changelog-producer' = 'full-compaction');
+
+INSERT INTO interop.full_dedup VALUES (1, 'a'), (2, 'b'), (3, 'c');
+
+INSERT INTO interop.full_dedup VALUES (1, 'A');
+
+DELETE FROM interop.full_dedup WHERE k = 3;
+
+CREATE TABLE interop.universal (
+    k INT,
+    v STRING,
+    PRIMARY KEY (k) NOT ENFORCED
+) WITH ('bucket' = '1', 'num-sorted-run.compaction-trigger' = '2');
+
+INSERT INTO interop.universal VALUES (1, 'a'), (2, 'b');
+
+INSERT INTO interop.universal VALUES (2, 'B'), (3, 'c');
+
+INSERT INTO interop.universal VALUES (3, 'C'), (4, 'd');
+
+CALL sys.compact('interop.universal');
