@@ -7,6 +7,7 @@
 
 #[cfg(feature = "cli")]
 mod cli;
+mod changelog_replay;
 mod compaction;
 mod concurrent_commits;
 mod errors;
