@@ -18,7 +18,7 @@ use url::Url;
 use crate::io::FileIO;
 use crate::meta::TableMeta;
 use crate::system_tables;
-use crate::table::{resolve_snapshot, PaimonTable};
+use crate::table::{open_table, ReadView};
 
 /// Session read options shared by the catalog's tables (`SET paimon.<option> = ...`).
 pub type ReadOptions = Arc<RwLock<BTreeMap<String, String>>>;
@@ -164,11 +164,8 @@ impl PaimonDatabase {
                 .await
                 .map(Some);
         }
-        let snapshot = resolve_snapshot(&meta, &full_name, &options).await?;
-        let schema = crate::table::read_schema(&meta, snapshot.as_ref(), &options).await?;
-        Ok(Some(Arc::new(PaimonTable::try_new(
-            full_name, meta, snapshot, schema, false,
-        )?)))
+        let table = open_table(full_name, meta, &options, ReadView::Table).await?;
+        Ok(Some(Arc::new(table)))
     }
 }
 
