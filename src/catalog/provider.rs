@@ -18,7 +18,7 @@ use url::Url;
 use crate::io::FileIO;
 use crate::meta::TableMeta;
 use crate::system_tables;
-use crate::table::{resolve_snapshot, PaimonTable};
+use crate::table::{open_table, ReadView};
 
 /// Session read options shared by the catalog's tables (`SET paimon.<option> = ...`).
 pub type ReadOptions = Arc<RwLock<BTreeMap<String, String>>>;
@@ -145,6 +145,21 @@ pub struct PaimonDatabase {
 impl PaimonDatabase {
     /// Loads a table (or a `table$system` table) with the session's read options.
     pub async fn load(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        let options = self
+            .read_options
+            .read()
+            .expect("options lock is never poisoned")
+            .clone();
+        self.load_with(name, &options).await
+    }
+
+    /// Loads a table (or a `table$system` table) with these read options instead of the
+    /// session's.
+    pub(crate) async fn load_with(
+        &self,
+        name: &str,
+        options: &BTreeMap<String, String>,
+    ) -> Result<Option<Arc<dyn TableProvider>>> {
         let (base, system) = match name.split_once('$') {
             Some((b, s)) => (b, Some(s.to_ascii_lowercase())),
             None => (name, None),
@@ -154,21 +169,13 @@ impl PaimonDatabase {
             return Ok(None);
         }
         let full_name = format!("{}.{base}", self.name);
-        let options = self
-            .read_options
-            .read()
-            .expect("options lock is never poisoned")
-            .clone();
         if let Some(sys) = system {
-            return system_tables::load(&sys, &full_name, meta, &options)
+            return system_tables::load(&sys, &full_name, meta, options)
                 .await
                 .map(Some);
         }
-        let snapshot = resolve_snapshot(&meta, &full_name, &options).await?;
-        let schema = crate::table::read_schema(&meta, snapshot.as_ref(), &options).await?;
-        Ok(Some(Arc::new(PaimonTable::try_new(
-            full_name, meta, snapshot, schema, false,
-        )?)))
+        let table = open_table(full_name, meta, options, ReadView::Table).await?;
+        Ok(Some(Arc::new(table)))
     }
 }
 

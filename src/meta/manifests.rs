@@ -98,9 +98,18 @@ impl TableMeta {
     }
 
     /// Entries of this snapshot's delta manifests (ADD and DELETE, in order).
-    #[allow(dead_code)]
     pub(crate) async fn delta_entries(&self, snapshot: &Snapshot) -> Result<Vec<ManifestEntry>> {
         let metas = self.manifest_list(&snapshot.delta_manifest_list).await?;
+        Ok(self.read_manifests(&metas).await?.into_iter().flatten().collect())
+    }
+
+    /// Entries of this snapshot's changelog manifests (ADD entries of `changelog-*` files, in
+    /// order); empty when the snapshot produced no changelog (format.md §3.4).
+    pub(crate) async fn changelog_entries(&self, snapshot: &Snapshot) -> Result<Vec<ManifestEntry>> {
+        let Some(list) = &snapshot.changelog_manifest_list else {
+            return Ok(vec![]);
+        };
+        let metas = self.manifest_list(list).await?;
         Ok(self.read_manifests(&metas).await?.into_iter().flatten().collect())
     }
 }

@@ -40,6 +40,13 @@ impl TableMeta {
         Ok(self.snapshot_ids().await?.last().copied())
     }
 
+    /// The earliest snapshot id present, or None for a table without snapshots.
+    ///
+    /// Listing is the reliable answer (`EARLIEST` is only a hint, and pypaimon never writes it).
+    pub(crate) async fn earliest_snapshot_id(&self) -> Result<Option<i64>> {
+        Ok(self.snapshot_ids().await?.first().copied())
+    }
+
     /// The latest snapshot, if any.
     pub(crate) async fn latest_snapshot(&self) -> Result<Option<Snapshot>> {
         match self.latest_snapshot_id().await? {

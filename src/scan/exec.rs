@@ -30,6 +30,17 @@ use crate::io::FileIO;
 use crate::merge::{MergeEngineSpec, MergeMetrics};
 use crate::spec::TableSchema;
 
+/// Which rows a read returns, and in which shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadView {
+    /// The table itself: add rows (`+I`, `+U`) only.
+    Table,
+    /// `$audit_log`: retractions kept, `rowkind` column first.
+    AuditLog,
+    /// `$binlog`: like `$audit_log`, every value an array; incremental reads pack updates.
+    Binlog,
+}
+
 /// What every partition of a scan shares.
 #[derive(Debug)]
 pub(crate) struct ScanContext {
@@ -45,10 +56,12 @@ pub(crate) struct ScanContext {
     pub(crate) key_indices: Vec<usize>,
     /// Layout columns that make up the output, in order.
     pub(crate) output_columns: Vec<usize>,
-    /// Prepend a `rowkind` column (`$audit_log`).
+    /// Prepend a `rowkind` column (`$audit_log`, `$binlog`).
     pub(crate) with_rowkind: bool,
-    /// Keep keys whose newest record is a retraction (`$audit_log`).
+    /// Keep keys whose newest record is a retraction (`$audit_log`, `$binlog`, diffs).
     pub(crate) keep_retracts: bool,
+    /// Output every value as an array (`$binlog`).
+    pub(crate) lists: bool,
     pub(crate) output_schema: SchemaRef,
 }
 
@@ -79,7 +92,7 @@ impl PaimonScanExec {
         limit: Option<usize>,
         files_pruned: usize,
     ) -> Self {
-        let partitions = distribute(splits, target_partitions.max(1));
+        let partitions = distribute(splits, target_partitions.max(1), Split::row_count);
         let properties = Arc::new(PlanProperties::new(
             EquivalenceProperties::new(Arc::clone(&ctx.output_schema)),
             Partitioning::UnknownPartitioning(partitions.len()),
@@ -121,17 +134,18 @@ impl PaimonScanExec {
     }
 }
 
-/// Spreads splits over at most `n` partitions, largest first onto the least loaded one.
-fn distribute(mut splits: Vec<Split>, n: usize) -> Vec<Vec<Split>> {
+/// Spreads splits over at most `n` partitions (always at least one), largest first onto the
+/// least loaded one.
+pub(crate) fn distribute<T>(mut splits: Vec<T>, n: usize, rows: impl Fn(&T) -> i64) -> Vec<Vec<T>> {
     let count = n.min(splits.len()).max(1);
-    let mut parts: Vec<(i64, Vec<Split>)> = (0..count).map(|_| (0, Vec::new())).collect();
-    splits.sort_by_key(|s| std::cmp::Reverse(s.row_count()));
+    let mut parts: Vec<(i64, Vec<T>)> = (0..count).map(|_| (0, Vec::new())).collect();
+    splits.sort_by_key(|s| std::cmp::Reverse(rows(s)));
     for s in splits {
         let target = parts
             .iter_mut()
             .min_by_key(|(load, _)| *load)
             .expect("at least one partition");
-        target.0 += s.row_count();
+        target.0 += rows(&s);
         target.1.push(s);
     }
     parts.into_iter().map(|(_, s)| s).collect()

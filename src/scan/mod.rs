@@ -1,14 +1,19 @@
-//! The merge-on-read read path: planning splits from a snapshot and the scan plan node.
+//! The read path: batch merge-on-read of one snapshot, incremental reads of the changes
+//! between two snapshots, and their plan nodes.
 
+mod binlog;
 mod exec;
 mod file_read;
+pub(crate) mod incremental;
 mod plan;
 mod split;
 mod stream;
 
+pub(crate) use binlog::list_type;
 pub use exec::PaimonScanExec;
-pub(crate) use exec::ScanContext;
+pub(crate) use exec::{ReadView, ScanContext};
 pub(crate) use file_read::{read_file, FileToRead, ReadLayout};
+pub use incremental::PaimonIncrementalScanExec;
 pub(crate) use plan::{lookup_read, plan_scan, PlanRequest};
 #[allow(unused_imports)]
 pub(crate) use split::{Split, SplitFile};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, BooleanArray, UInt64Array};
 use datafusion::common::{Column, Result, ScalarValue};
 use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_optimizer::pruning::{PruningPredicateBuilder, PruningStatistics};
+use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder, PruningStatistics};
 
 use super::split::{build_sections, level_runs, Split, SplitFile};
 use crate::meta::TableMeta;
@@ -43,12 +43,7 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
     let live = req.meta.live_files(req.snapshot, |_| true).await?;
     let partition_types = req.schema.partition_types();
     let is_pk = req.schema.has_primary_key();
-    let pruning = match &req.predicate {
-        Some(p) => PruningPredicateBuilder::new()
-            .with_file_schema(req.schema.arrow_schema())
-            .build(Arc::clone(p)),
-        None => None,
-    };
+    let pruning = pruning_predicate(req.schema, req.predicate.as_ref());
 
     let mut file_schemas: HashMap<i64, Arc<TableSchema>> = HashMap::new();
     let mut splits = Vec::new();
@@ -66,20 +61,10 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
             // batchScanSkipLevel0): those rows become visible after compaction.
             files.retain(|e| e.file.level > 0);
         }
-        for e in &files {
-            if !file_schemas.contains_key(&e.file.schema_id) {
-                file_schemas.insert(e.file.schema_id, req.meta.schema(e.file.schema_id).await?);
-            }
-        }
+        load_file_schemas(req.meta, &files, &mut file_schemas).await?;
         if let Some(p) = &pruning {
-            let stats = FileStats::new(req.schema, &partition, &files, &file_schemas, is_pk);
-            let keep = p.prune(&stats)?;
             let before = files.len();
-            files = files
-                .into_iter()
-                .zip(keep)
-                .filter_map(|(f, k)| k.then_some(f))
-                .collect();
+            files = prune_files(p, req.schema, &partition, files, &file_schemas)?;
             files_pruned += before - files.len();
         }
         if files.is_empty() {
@@ -118,6 +103,49 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
         file_schemas,
         files_pruned,
     })
+}
+
+/// DataFusion's pruning predicate for pushed-down filters over `schema`, if any can prune.
+pub(super) fn pruning_predicate(
+    schema: &TableSchema,
+    predicate: Option<&Arc<dyn PhysicalExpr>>,
+) -> Option<Arc<PruningPredicate>> {
+    PruningPredicateBuilder::new()
+        .with_file_schema(schema.arrow_schema())
+        .build(Arc::clone(predicate?))
+}
+
+/// Loads the schema of every file not loaded yet.
+pub(super) async fn load_file_schemas(
+    meta: &TableMeta,
+    files: &[&ManifestEntry],
+    file_schemas: &mut HashMap<i64, Arc<TableSchema>>,
+) -> Result<()> {
+    for e in files {
+        if !file_schemas.contains_key(&e.file.schema_id) {
+            file_schemas.insert(e.file.schema_id, meta.schema(e.file.schema_id).await?);
+        }
+    }
+    Ok(())
+}
+
+/// The files of one (partition, bucket) that may hold rows matching `pruning`: partition
+/// values, key statistics (primary-key tables) or value statistics (append tables). Every
+/// file schema must be loaded.
+pub(super) fn prune_files<'a>(
+    pruning: &PruningPredicate,
+    schema: &TableSchema,
+    partition: &[ScalarValue],
+    files: Vec<&'a ManifestEntry>,
+    file_schemas: &HashMap<i64, Arc<TableSchema>>,
+) -> Result<Vec<&'a ManifestEntry>> {
+    let stats = FileStats::new(schema, partition, &files, file_schemas, schema.has_primary_key());
+    let keep = pruning.prune(&stats)?;
+    Ok(files
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(f, k)| k.then_some(f))
+        .collect())
 }
 
 /// Per-file statistics of one (partition, bucket) for DataFusion's `PruningPredicate`.

@@ -5,12 +5,13 @@
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, RecordBatch, RecordBatchOptions, StringArray};
-use arrow::datatypes::Int8Type;
+use arrow::datatypes::{Int8Type, SchemaRef};
 use datafusion::common::Result;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::{StreamExt, TryStreamExt};
 
+use super::binlog::single_value_lists;
 use super::exec::ScanContext;
 use super::file_read::{read_file, FileToRead};
 use super::split::{Split, SplitFile};
@@ -40,10 +41,19 @@ pub(crate) fn partition_stream(
     let shaped = merged
         .try_filter(|b| futures::future::ready(b.num_rows() > 0))
         .and_then(move |batch| futures::future::ready(shape_output(&ctx, &batch)));
-    let out: SendableRecordBatchStream = match limit {
-        None => Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&output_schema), shaped)),
+    limit_stream(output_schema, shaped, limit)
+}
+
+/// Stops `input` after `limit` rows (no limit: `input` unchanged).
+pub(crate) fn limit_stream(
+    schema: SchemaRef,
+    input: impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static,
+    limit: Option<usize>,
+) -> SendableRecordBatchStream {
+    match limit {
+        None => Box::pin(RecordBatchStreamAdapter::new(schema, input)),
         Some(n) => {
-            let limited = shaped.scan(n, |remaining, item| {
+            let limited = input.scan(n, |remaining, item| {
                 if *remaining == 0 {
                     return futures::future::ready(None);
                 }
@@ -53,14 +63,13 @@ pub(crate) fn partition_stream(
                     b.slice(0, take)
                 })))
             });
-            Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&output_schema), limited))
+            Box::pin(RecordBatchStreamAdapter::new(schema, limited))
         }
-    };
-    out
+    }
 }
 
-/// The files of one sorted run, opened one after another in key order.
-fn run_stream(
+/// The files of one sorted run (or of a change split), opened one after another in order.
+pub(crate) fn run_stream(
     ctx: &Arc<ScanContext>,
     dir: &str,
     files: Vec<SplitFile>,
@@ -109,7 +118,7 @@ fn run_stream(
 }
 
 /// One section: a single run is read as is (minus retracts); several runs are merged.
-fn section_stream(
+pub(crate) fn section_stream(
     ctx: &Arc<ScanContext>,
     dir: &str,
     runs: Vec<Vec<SplitFile>>,
@@ -159,27 +168,40 @@ fn section_stream(
     }
 }
 
-/// Projects a merged batch to the output schema, adding `rowkind` for `$audit_log`.
-fn shape_output(ctx: &ScanContext, batch: &RecordBatch) -> Result<RecordBatch> {
+/// Projects a merged batch to the output schema, adding `rowkind` for `$audit_log` and
+/// `$binlog`, and wrapping each value in a one-element array for `$binlog`.
+pub(crate) fn shape_output(ctx: &ScanContext, batch: &RecordBatch) -> Result<RecordBatch> {
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(ctx.output_schema.fields().len());
     if ctx.with_rowkind {
         let kinds: ArrayRef = if ctx.layout.with_system_columns {
             let k = batch.column(ctx.layout.kind_index()).as_primitive::<Int8Type>();
-            Arc::new(
-                k.iter()
-                    .map(|v| Some(row_kind::short_string(v.unwrap_or(0))))
-                    .collect::<StringArray>(),
-            )
+            rowkind_strings(k.values().iter().copied())
         } else {
             Arc::new(StringArray::from(vec!["+I"; batch.num_rows()]))
         };
         columns.push(kinds);
     }
-    columns.extend(ctx.output_columns.iter().map(|i| Arc::clone(batch.column(*i))));
+    for i in &ctx.output_columns {
+        let column = batch.column(*i);
+        columns.push(if ctx.lists {
+            single_value_lists(column)
+        } else {
+            Arc::clone(column)
+        });
+    }
     let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
     Ok(RecordBatch::try_new_with_options(
         Arc::clone(&ctx.output_schema),
         columns,
         &options,
     )?)
+}
+
+/// The `rowkind` column (`+I`, `-U`, `+U`, `-D`) for stored row kinds.
+pub(crate) fn rowkind_strings(kinds: impl Iterator<Item = i8>) -> ArrayRef {
+    Arc::new(
+        kinds
+            .map(|k| Some(row_kind::short_string(k)))
+            .collect::<StringArray>(),
+    )
 }

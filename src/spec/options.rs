@@ -27,6 +27,15 @@ pub const SCAN_TAG_NAME: &str = "scan.tag-name";
 /// Read option: read the latest snapshot committed at or before this time.
 pub const SCAN_TIMESTAMP_MILLIS: &str = "scan.timestamp-millis";
 
+/// Read option: changes between two snapshots (`'S,E'`, start exclusive) or two tags.
+pub const INCREMENTAL_BETWEEN: &str = "incremental-between";
+/// Read option: changes between two commit times (`'t1,t2'`, epoch millis).
+pub const INCREMENTAL_BETWEEN_TIMESTAMP: &str = "incremental-between-timestamp";
+/// Read option: which files an incremental read uses (`auto`, `delta`, `changelog`, `diff`).
+pub const INCREMENTAL_BETWEEN_SCAN_MODE: &str = "incremental-between-scan-mode";
+/// Read option: read two tags as the snapshot range between them instead of a diff.
+pub const INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT: &str = "incremental-between-tag-to-snapshot";
+
 /// Default directory name for NULL partition values.
 pub const DEFAULT_PARTITION_NAME: &str = "__DEFAULT_PARTITION__";
 
@@ -51,6 +60,42 @@ impl MergeEngine {
             MergeEngine::PartialUpdate => "partial-update",
             MergeEngine::Aggregation => "aggregation",
             MergeEngine::FirstRow => "first-row",
+        }
+    }
+}
+
+/// `incremental-between-scan-mode` (semantics.md §7.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncrementalScanMode {
+    /// `changelog` if the table has a changelog producer, else `delta`.
+    Auto,
+    /// The new data files of APPEND snapshots, read raw.
+    Delta,
+    /// The changelog files of APPEND and COMPACT snapshots, read raw.
+    Changelog,
+    /// The merged state of the end snapshot compared with the start snapshot.
+    Diff,
+}
+
+impl IncrementalScanMode {
+    /// Parses the option value (case-insensitive); None for an unknown mode.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(IncrementalScanMode::Auto),
+            "delta" => Some(IncrementalScanMode::Delta),
+            "changelog" => Some(IncrementalScanMode::Changelog),
+            "diff" => Some(IncrementalScanMode::Diff),
+            _ => None,
+        }
+    }
+
+    /// The option value.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            IncrementalScanMode::Auto => "auto",
+            IncrementalScanMode::Delta => "delta",
+            IncrementalScanMode::Changelog => "changelog",
+            IncrementalScanMode::Diff => "diff",
         }
     }
 }

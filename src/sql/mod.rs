@@ -1,14 +1,17 @@
 //! Session set-up: a `SessionContext` whose default catalog is a Paimon warehouse, plus the
 //! statements this crate runs itself instead of DataFusion: `SET paimon.<option> = ...` /
 //! `RESET paimon.<option>` (hyphenated Paimon option names) and Flink-style DDL
-//! (`CREATE/DROP DATABASE`, `CREATE/DROP/ALTER TABLE`, see [`ddl`]).
+//! (`CREATE/DROP DATABASE`, `CREATE/DROP/ALTER TABLE`, see [`ddl`]). Every session also has
+//! the table function `paimon_incremental_query(table, start, end [, mode])`.
 
 pub(crate) mod ddl;
 mod dispatch;
+mod incremental_function;
 mod insert_overwrite;
 mod procedures;
 mod session_options;
 
+pub use incremental_function::INCREMENTAL_QUERY;
 pub use session_options::{parse_session_statement, SessionStatement};
 
 use std::sync::Arc;
@@ -18,6 +21,7 @@ use datafusion::dataframe::DataFrame;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::catalog::PaimonCatalog;
+use incremental_function::IncrementalQueryFunction;
 
 /// Name under which the warehouse is registered as the default catalog.
 pub const DEFAULT_CATALOG: &str = "paimon";
@@ -29,6 +33,7 @@ pub const DEFAULT_DATABASE: &str = "default";
 pub struct PaimonSession {
     ctx: SessionContext,
     catalog: Arc<PaimonCatalog>,
+    incremental_query: Arc<IncrementalQueryFunction>,
 }
 
 impl std::fmt::Debug for PaimonSession {
@@ -55,11 +60,18 @@ impl PaimonSession {
         Self::register(ctx, location).await
     }
 
-    /// Registers the warehouse at `location` as catalog `paimon` of an existing context.
+    /// Registers the warehouse at `location` as catalog `paimon` of an existing context,
+    /// and the table function `paimon_incremental_query`.
     pub async fn register(ctx: SessionContext, location: &str) -> Result<Self> {
         let catalog = PaimonCatalog::open(&ctx, location).await?;
         ctx.register_catalog(DEFAULT_CATALOG, Arc::clone(&catalog) as _);
-        Ok(PaimonSession { ctx, catalog })
+        let incremental_query = Arc::new(IncrementalQueryFunction::new());
+        ctx.register_udtf(INCREMENTAL_QUERY, Arc::clone(&incremental_query) as _);
+        Ok(PaimonSession {
+            ctx,
+            catalog,
+            incremental_query,
+        })
     }
 
     /// The underlying DataFusion context.
@@ -97,11 +109,18 @@ impl PaimonSession {
     /// Runs `sql` if it is a statement this crate handles itself (session options, DDL,
     /// `SHOW DATABASES`) and returns its result; `None` means "give it to DataFusion". DDL is
     /// executed eagerly, as DataFusion executes its own DDL in `SessionContext::sql`.
+    ///
+    /// For a statement left to DataFusion it first opens the tables of its
+    /// `paimon_incremental_query` calls, which DataFusion cannot do while planning.
     pub async fn try_paimon_statement(&self, sql: &str) -> Result<Option<DataFrame>> {
         if let Some(df) = self.try_session_statement(sql)? {
             return Ok(Some(df));
         }
-        dispatch::try_execute(self, sql).await
+        let done = dispatch::try_execute(self, sql).await?;
+        if done.is_none() {
+            self.incremental_query.prepare(self, sql).await?;
+        }
+        Ok(done)
     }
 
     /// Runs one SQL statement: our statements first, everything else through DataFusion.

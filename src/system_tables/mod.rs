@@ -1,11 +1,14 @@
 //! Read-only metadata tables `<table>$<name>` (semantics.md §8, §7.1).
 //!
 //! Each builder reads the table's metadata at planning time and returns an in-memory table;
-//! `$audit_log` is the merge-on-read scan keeping retractions, with a `rowkind` column.
+//! `$audit_log` and `$binlog` are scans of the table itself keeping retractions, with a
+//! `rowkind` column (both also read incrementally with the `incremental-between*` options).
 //! Tables that depend on a snapshot (`$files`, `$manifests`, `$partitions`, `$buckets`,
 //! `$table_indexes`) honour the session's time-travel options like a normal read.
 //! Value formats follow the reference fixtures written by pypaimon 2.1.0 (see [`format`]).
 
+mod audit_log;
+mod binlog;
 mod buckets;
 mod files;
 mod format;
@@ -29,10 +32,11 @@ use datafusion::common::{plan_err, Result, ScalarValue};
 
 use crate::meta::TableMeta;
 use crate::spec::{BinaryRow, DataType, ManifestEntry, Snapshot};
-use crate::table::{resolve_snapshot, PaimonTable};
 
 /// `t$audit_log`.
 pub(crate) const AUDIT_LOG: &str = "audit_log";
+/// `t$binlog`.
+pub(crate) const BINLOG: &str = "binlog";
 /// `t$snapshots`.
 pub(crate) const SNAPSHOTS: &str = "snapshots";
 /// `t$schemas`.
@@ -55,6 +59,7 @@ pub(crate) const TABLE_INDEXES: &str = "table_indexes";
 /// Names of every supported system table.
 pub(crate) const SYSTEM_TABLES: &[&str] = &[
     AUDIT_LOG,
+    BINLOG,
     SNAPSHOTS,
     SCHEMAS,
     OPTIONS,
@@ -74,8 +79,9 @@ pub(crate) async fn load(
     options: &BTreeMap<String, String>,
 ) -> Result<Arc<dyn TableProvider>> {
     let provider = match name {
-        // `$audit_log` is a PaimonTable, which refuses writes itself.
-        AUDIT_LOG => return audit_log(table, meta, options).await,
+        // `$audit_log` and `$binlog` are PaimonTables, which refuse writes themselves.
+        AUDIT_LOG => return audit_log::build(table, meta, options).await,
+        BINLOG => return binlog::build(table, meta, options).await,
         SNAPSHOTS => snapshots::build(meta).await,
         SCHEMAS => schemas::build(meta).await,
         OPTIONS => options::build(meta).await,
@@ -94,22 +100,6 @@ pub(crate) async fn load(
         format!("{table}${name}"),
         provider,
     )))
-}
-
-async fn audit_log(
-    table: &str,
-    meta: Arc<TableMeta>,
-    options: &BTreeMap<String, String>,
-) -> Result<Arc<dyn TableProvider>> {
-    let snapshot = resolve_snapshot(&meta, table, options).await?;
-    let schema = crate::table::read_schema(&meta, snapshot.as_ref(), options).await?;
-    Ok(Arc::new(PaimonTable::try_new(
-        format!("{table}${AUDIT_LOG}"),
-        meta,
-        snapshot,
-        schema,
-        true,
-    )?))
 }
 
 /// The live files of one (partition, bucket), in manifest order.

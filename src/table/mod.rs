@@ -1,7 +1,11 @@
 //! One Paimon table as DataFusion sees it.
 
+mod incremental;
+mod open;
 mod provider;
 mod time_travel;
 
+pub(crate) use crate::scan::ReadView;
+pub(crate) use open::open_table;
 pub use provider::PaimonTable;
-pub(crate) use time_travel::{read_schema, resolve_snapshot};
+pub(crate) use time_travel::resolve_snapshot;

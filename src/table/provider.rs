@@ -20,11 +20,16 @@ use datafusion::physical_plan::projection::ProjectionExec;
 
 use crate::merge::MergeEngineSpec;
 use crate::meta::{OverwriteScope, TableMeta};
-use crate::scan::{plan_scan, PaimonScanExec, PlanRequest, ReadLayout, ScanContext};
+use crate::scan::incremental::{plan_incremental, ChangeMode, IncrementalPlanRequest, IncrementalRange};
+use crate::scan::{
+    list_type, plan_scan, PaimonIncrementalScanExec, PaimonScanExec, PlanRequest, ReadLayout, ReadView,
+    ScanContext,
+};
 use crate::spec::{MergeEngine, Snapshot, TableOptions, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
 use crate::write::{PaimonSink, WriteKind};
 
-/// A table (or its `$audit_log` view) pinned to one snapshot.
+/// A table (or its `$audit_log` / `$binlog` view) pinned to one snapshot, or reading the
+/// changes between two snapshots (`incremental-between*` read options).
 #[derive(Debug)]
 pub struct PaimonTable {
     name: String,
@@ -33,7 +38,9 @@ pub struct PaimonTable {
     schema: Arc<TableSchema>,
     options: TableOptions,
     arrow_schema: SchemaRef,
-    audit_log: bool,
+    view: ReadView,
+    /// Reads the changes of this range instead of the snapshot.
+    incremental: Option<IncrementalRange>,
 }
 
 impl PaimonTable {
@@ -43,21 +50,22 @@ impl PaimonTable {
         meta: Arc<TableMeta>,
         snapshot: Option<Snapshot>,
         schema: Arc<TableSchema>,
-        audit_log: bool,
+        view: ReadView,
     ) -> Result<Self> {
         let options = TableOptions::parse(&schema.options)?;
         let mut fields: Vec<Field> = Vec::new();
-        if audit_log {
+        if view != ReadView::Table {
             fields.push(Field::new("rowkind", ArrowType::Utf8, false));
         }
         // Columns are reported nullable so that NOT NULL violations reach the sink, which
         // names the table and column; the sink enforces the Paimon schema's nullability.
-        fields.extend(
-            schema
-                .fields
-                .iter()
-                .map(|f| f.to_arrow_field().with_nullable(true)),
-        );
+        fields.extend(schema.fields.iter().map(|f| {
+            let field = f.to_arrow_field().with_nullable(true);
+            match view {
+                ReadView::Binlog => field.with_data_type(list_type(&f.data_type.to_arrow())),
+                _ => field,
+            }
+        }));
         Ok(PaimonTable {
             name,
             meta,
@@ -65,11 +73,20 @@ impl PaimonTable {
             schema,
             options,
             arrow_schema: Arc::new(Schema::new(fields)),
-            audit_log,
+            view,
+            incremental: None,
         })
     }
 
-    /// `db.table` (plus `$audit_log` for the audit view).
+    /// Reads the changes of `range` instead of the snapshot (DML still uses the snapshot).
+    pub(crate) fn with_incremental(self, range: Option<IncrementalRange>) -> Self {
+        PaimonTable {
+            incremental: range,
+            ..self
+        }
+    }
+
+    /// `db.table` (plus `$audit_log` / `$binlog` for the views).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -79,9 +96,14 @@ impl PaimonTable {
         self.snapshot.as_ref()
     }
 
-    /// Read layout and output mapping for a projection of the provider schema.
-    fn layout_for(&self, projection: Option<&Vec<usize>>) -> (ReadLayout, Vec<usize>, Vec<usize>, SchemaRef) {
-        let offset = usize::from(self.audit_log);
+    /// Read layout and output mapping for a projection of the provider schema; `all_columns`
+    /// reads every column whatever the projection (diffs compare whole rows).
+    fn layout_for(
+        &self,
+        projection: Option<&Vec<usize>>,
+        all_columns: bool,
+    ) -> (ReadLayout, Vec<usize>, Vec<usize>, SchemaRef) {
+        let offset = usize::from(self.view != ReadView::Table);
         let all: Vec<usize> = (0..self.arrow_schema.fields().len()).collect();
         let projection = projection.unwrap_or(&all);
         let wanted: Vec<usize> = projection
@@ -97,11 +119,12 @@ impl PaimonTable {
             .map(|f| f.name.clone())
             .collect();
         // Engines that merge values need every column (sequence fields and groups, aggregates).
-        let merges_values = is_pk
-            && (matches!(
-                self.options.merge_engine,
-                MergeEngine::PartialUpdate | MergeEngine::Aggregation
-            ) || !self.options.sequence_fields.is_empty());
+        let merges_values = all_columns
+            || is_pk
+                && (matches!(
+                    self.options.merge_engine,
+                    MergeEngine::PartialUpdate | MergeEngine::Aggregation
+                ) || !self.options.sequence_fields.is_empty());
         // Layout: the wanted columns plus (for PK tables) the key columns, in schema order.
         let layout_fields: Vec<usize> = (0..self.schema.fields.len())
             .filter(|i| {
@@ -146,7 +169,7 @@ impl PaimonTable {
     /// A sink for this table with its latest schema; refuses `$audit_log` and append tables
     /// for row-level DML.
     async fn sink(&self, kind: WriteKind) -> Result<Arc<PaimonSink>> {
-        if self.audit_log {
+        if self.view != ReadView::Table {
             return plan_err!("Cannot write to system table {}", self.name);
         }
         let schema = self.meta.latest_schema().await?;
@@ -203,7 +226,7 @@ impl PaimonTable {
 
     /// The merged rows matching `filters` (all rows when empty), in table-column order.
     async fn matching_rows(&self, state: &dyn Session, filters: &[Expr]) -> Result<Arc<dyn ExecutionPlan>> {
-        let scan = self.scan(state, None, filters, None).await?;
+        let scan = self.batch_scan(state, None, filters, None).await?;
         let Some(predicate) = conjunction(filters.to_vec()) else {
             return Ok(scan);
         };
@@ -380,61 +403,48 @@ impl TableProvider for PaimonTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let (layout, output_columns, key_indices, output_schema) = self.layout_for(projection);
+        match &self.incremental {
+            Some(range) => {
+                self.incremental_scan(state, range, projection, filters, limit)
+                    .await
+            }
+            None => self.batch_scan(state, projection, filters, limit).await,
+        }
+    }
+}
+
+impl PaimonTable {
+    /// Merge-on-read of the snapshot.
+    async fn batch_scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let (layout, output_columns, key_indices, output_schema) = self.layout_for(projection, false);
         let Some(snapshot) = &self.snapshot else {
             return Ok(Arc::new(EmptyExec::new(output_schema)));
-        };
-        let table_schema = self.schema.arrow_schema();
-        // Filters on `rowkind` (audit log) are not about stored columns; skip them for pruning.
-        let usable: Vec<Expr> = filters
-            .iter()
-            .filter(|f| {
-                f.column_refs()
-                    .iter()
-                    .all(|c| table_schema.index_of(c.name()).is_ok())
-            })
-            .cloned()
-            .collect();
-        let predicate = match conjunction(usable) {
-            Some(expr) => {
-                let df_schema = DFSchema::try_from(table_schema.as_ref().clone())?;
-                state.create_physical_expr(expr, &df_schema).ok()
-            }
-            None => None,
         };
         let plan = plan_scan(PlanRequest {
             meta: &self.meta,
             snapshot,
             schema: &self.schema,
             options: &self.options,
-            predicate,
+            predicate: self.pruning_predicate(state, filters)?,
         })
         .await?;
-        let engine = if self.schema.has_primary_key() {
-            let mut names: Vec<String> = layout.fields.iter().map(|f| f.name.clone()).collect();
-            names.push(SEQUENCE_NUMBER.to_string());
-            names.push(VALUE_KIND.to_string());
-            let spec = MergeEngineSpec::new(
-                &self.name,
-                &self.schema,
-                &names,
-                layout.seq_index(),
-                layout.kind_index(),
-            )?;
-            Some(Arc::new(spec))
-        } else {
-            None
-        };
         let ctx = ScanContext {
             table_io: self.meta.io().clone(),
-            engine,
+            engine: self.merge_engine(&layout)?,
             lookup_read: crate::scan::lookup_read(&self.schema, &self.options),
             layout: Arc::new(layout),
             file_schemas: plan.file_schemas,
             key_indices,
             output_columns,
-            with_rowkind: self.audit_log && projection.is_none_or(|p| p.contains(&0)),
-            keep_retracts: self.audit_log,
+            with_rowkind: self.view != ReadView::Table && projection.is_none_or(|p| p.contains(&0)),
+            keep_retracts: self.view != ReadView::Table,
+            lists: self.view == ReadView::Binlog,
             output_schema,
         };
         Ok(Arc::new(PaimonScanExec::new(
@@ -451,5 +461,104 @@ impl TableProvider for PaimonTable {
             limit,
             plan.files_pruned,
         )))
+    }
+
+    /// The changes of `range` (semantics.md §7.2): raw delta or changelog rows, or a diff.
+    async fn incremental_scan(
+        &self,
+        state: &dyn Session,
+        range: &IncrementalRange,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let diff = range.mode == ChangeMode::Diff;
+        if diff && !self.schema.has_primary_key() {
+            return not_impl_err!(
+                "Incremental scan mode 'diff' of append table {} is not supported: it has no primary key",
+                self.name
+            );
+        }
+        let (layout, output_columns, key_indices, output_schema) = self.layout_for(projection, diff);
+        let plan = plan_incremental(IncrementalPlanRequest {
+            meta: &self.meta,
+            schema: &self.schema,
+            options: &self.options,
+            range,
+            predicate: self.pruning_predicate(state, filters)?,
+        })
+        .await?;
+        let ctx = ScanContext {
+            table_io: self.meta.io().clone(),
+            engine: self.merge_engine(&layout)?,
+            // incremental splits are packed by key range, not by level
+            lookup_read: false,
+            layout: Arc::new(layout),
+            file_schemas: plan.file_schemas,
+            key_indices,
+            output_columns,
+            with_rowkind: self.view != ReadView::Table && projection.is_none_or(|p| p.contains(&0)),
+            // A diff compares states that keep their tombstones; the view drops them later.
+            keep_retracts: true,
+            lists: self.view == ReadView::Binlog,
+            output_schema,
+        };
+        Ok(Arc::new(PaimonIncrementalScanExec::new(
+            self.name.clone(),
+            range.clone(),
+            self.view,
+            ctx,
+            plan.splits,
+            state.config().target_partitions(),
+            limit,
+        )))
+    }
+
+    /// The pushed-down filters usable for pruning, over the table's stored columns.
+    fn pruning_predicate(
+        &self,
+        state: &dyn Session,
+        filters: &[Expr],
+    ) -> Result<Option<Arc<dyn datafusion::physical_expr::PhysicalExpr>>> {
+        if self.view == ReadView::Binlog {
+            // `$binlog` columns are arrays: their filters say nothing about stored values.
+            return Ok(None);
+        }
+        let table_schema = self.schema.arrow_schema();
+        // Filters on `rowkind` (audit log) are not about stored columns; skip them for pruning.
+        let usable: Vec<Expr> = filters
+            .iter()
+            .filter(|f| {
+                f.column_refs()
+                    .iter()
+                    .all(|c| table_schema.index_of(c.name()).is_ok())
+            })
+            .cloned()
+            .collect();
+        Ok(match conjunction(usable) {
+            Some(expr) => {
+                let df_schema = DFSchema::try_from(table_schema.as_ref().clone())?;
+                state.create_physical_expr(expr, &df_schema).ok()
+            }
+            None => None,
+        })
+    }
+
+    /// The merge engine over `layout` (primary-key tables).
+    fn merge_engine(&self, layout: &ReadLayout) -> Result<Option<Arc<MergeEngineSpec>>> {
+        if !self.schema.has_primary_key() {
+            return Ok(None);
+        }
+        let mut names: Vec<String> = layout.fields.iter().map(|f| f.name.clone()).collect();
+        names.push(SEQUENCE_NUMBER.to_string());
+        names.push(VALUE_KIND.to_string());
+        let spec = MergeEngineSpec::new(
+            &self.name,
+            &self.schema,
+            &names,
+            layout.seq_index(),
+            layout.kind_index(),
+        )?;
+        Ok(Some(Arc::new(spec)))
     }
 }

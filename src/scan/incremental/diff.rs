@@ -1,0 +1,352 @@
+//! The diff of two merged states of one bucket (semantics.md §7.2, Java `DiffMerger`).
+//!
+//! Both inputs are merge-on-read outputs that keep retractions, so each holds every key at
+//! most once, ascending by key. They are walked side by side like a merge join:
+//!
+//! | key present in | condition                          | output                         |
+//! |----------------|------------------------------------|--------------------------------|
+//! | start only     | start row is an add                | the start row as `-D`          |
+//! | start only     | start row is a retraction          | nothing                        |
+//! | end only       | —                                  | the end row, stored kind       |
+//! | both           | values and add-ness equal          | nothing                        |
+//! | both           | differ                             | the end row, stored kind       |
+//!
+//! Retract rows are dropped later for the plain table. Keys are compared as arrow-row bytes
+//! (the merge's order); values as arrow-row bytes of every column. Output rows are gathered
+//! with `interleave` a batch at a time.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, Int8Array, RecordBatch, RecordBatchOptions};
+use arrow::compute::interleave;
+use arrow::datatypes::{Int8Type, SchemaRef};
+use arrow::row::{RowConverter, Rows, SortField};
+use datafusion::common::Result;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use futures::StreamExt;
+
+use crate::merge::is_retract;
+use crate::spec::row_kind;
+
+/// Column roles of the read layout both inputs share.
+#[derive(Debug, Clone)]
+pub(super) struct DiffColumns {
+    pub(super) keys: Vec<usize>,
+    /// Every table column (the values compared).
+    pub(super) values: Vec<usize>,
+    pub(super) kind: usize,
+}
+
+/// The diff of `before` and `after` (same schema) as a stream in that schema.
+pub(super) fn diff_stream(
+    before: SendableRecordBatchStream,
+    after: SendableRecordBatchStream,
+    columns: DiffColumns,
+    batch_size: usize,
+) -> Result<SendableRecordBatchStream> {
+    let schema = before.schema();
+    let converter = |cols: &[usize]| {
+        RowConverter::new(
+            cols.iter()
+                .map(|c| SortField::new(schema.field(*c).data_type().clone()))
+                .collect(),
+        )
+    };
+    let state = DiffState {
+        keys: converter(&columns.keys)?,
+        values: converter(&columns.values)?,
+        before: Side::new(before),
+        after: Side::new(after),
+        store: Vec::new(),
+        picks: Vec::new(),
+        kinds: Vec::new(),
+        columns,
+        schema: Arc::clone(&schema),
+        batch_size: batch_size.max(1),
+    };
+    let output = futures::stream::try_unfold(state, |mut state| async move {
+        Ok(state.next_batch().await?.map(|batch| (batch, state)))
+    });
+    Ok(Box::pin(RecordBatchStreamAdapter::new(schema, output)))
+}
+
+/// One input with its current batch.
+struct Side {
+    input: SendableRecordBatchStream,
+    /// Current batch: its index in the store, key rows, value rows, kinds.
+    current: Option<Current>,
+    pos: usize,
+    done: bool,
+}
+
+struct Current {
+    store: usize,
+    keys: Rows,
+    values: Rows,
+    kinds: Vec<i8>,
+}
+
+impl Side {
+    fn new(input: SendableRecordBatchStream) -> Self {
+        Side {
+            input,
+            current: None,
+            pos: 0,
+            done: false,
+        }
+    }
+
+    fn has_row(&self) -> bool {
+        self.current.as_ref().is_some_and(|c| self.pos < c.kinds.len())
+    }
+}
+
+struct DiffState {
+    keys: RowConverter,
+    values: RowConverter,
+    before: Side,
+    after: Side,
+    /// Batches the pending output rows point into (plus the current ones).
+    store: Vec<RecordBatch>,
+    /// Pending output rows: (store index, row).
+    picks: Vec<(usize, usize)>,
+    /// Kind of each pending output row.
+    kinds: Vec<i8>,
+    columns: DiffColumns,
+    schema: SchemaRef,
+    batch_size: usize,
+}
+
+impl DiffState {
+    async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if self.picks.len() >= self.batch_size {
+                return self.emit().map(Some);
+            }
+            self.refill(true).await?;
+            self.refill(false).await?;
+            if !self.before.has_row() && !self.after.has_row() {
+                return if self.picks.is_empty() {
+                    Ok(None)
+                } else {
+                    self.emit().map(Some)
+                };
+            }
+            self.walk();
+        }
+    }
+
+    /// Loads the next non-empty batch of a side whose current batch is used up.
+    async fn refill(&mut self, before: bool) -> Result<()> {
+        let side = if before { &mut self.before } else { &mut self.after };
+        while !side.done && !side.has_row() {
+            match side.input.next().await {
+                None => side.done = true,
+                Some(batch) => {
+                    let batch = batch?;
+                    if batch.num_rows() == 0 {
+                        continue;
+                    }
+                    let project = |cols: &[usize]| -> Vec<ArrayRef> {
+                        cols.iter().map(|c| Arc::clone(batch.column(*c))).collect()
+                    };
+                    let current = Current {
+                        store: self.store.len(),
+                        keys: self.keys.convert_columns(&project(&self.columns.keys))?,
+                        values: self.values.convert_columns(&project(&self.columns.values))?,
+                        kinds: batch
+                            .column(self.columns.kind)
+                            .as_primitive::<Int8Type>()
+                            .values()
+                            .to_vec(),
+                    };
+                    self.store.push(batch);
+                    side.current = Some(current);
+                    side.pos = 0;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares rows until a side's batch ends or the output is full.
+    fn walk(&mut self) {
+        while self.picks.len() < self.batch_size {
+            let (b, a) = (self.before.has_row(), self.after.has_row());
+            if !b && !a {
+                return;
+            }
+            if b && a {
+                let bc = self.before.current.as_ref().expect("has a row");
+                let ac = self.after.current.as_ref().expect("has a row");
+                let (bp, ap) = (self.before.pos, self.after.pos);
+                match bc.keys.row(bp).cmp(&ac.keys.row(ap)) {
+                    std::cmp::Ordering::Less => self.before_only(),
+                    std::cmp::Ordering::Greater => self.after_only(),
+                    std::cmp::Ordering::Equal => {
+                        let same = bc.values.row(bp) == ac.values.row(ap)
+                            && is_retract(bc.kinds[bp]) == is_retract(ac.kinds[ap]);
+                        self.before.pos += 1;
+                        if same {
+                            self.after.pos += 1;
+                        } else {
+                            self.after_only();
+                        }
+                    }
+                }
+            } else if b {
+                // The other side is used up only when it is done; else refill first.
+                if !self.after.done {
+                    return;
+                }
+                self.before_only();
+            } else {
+                if !self.before.done {
+                    return;
+                }
+                self.after_only();
+            }
+        }
+    }
+
+    /// A key only in the start state: an add becomes `-D` with the start values.
+    fn before_only(&mut self) {
+        let c = self.before.current.as_ref().expect("has a row");
+        let kind = c.kinds[self.before.pos];
+        if !is_retract(kind) {
+            self.picks.push((c.store, self.before.pos));
+            self.kinds.push(row_kind::DELETE);
+        }
+        self.before.pos += 1;
+    }
+
+    /// A key new or changed in the end state: its end row as stored.
+    fn after_only(&mut self) {
+        let c = self.after.current.as_ref().expect("has a row");
+        self.picks.push((c.store, self.after.pos));
+        self.kinds.push(c.kinds[self.after.pos]);
+        self.after.pos += 1;
+    }
+
+    /// Builds the pending rows, then keeps only the batches still being read.
+    fn emit(&mut self) -> Result<RecordBatch> {
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
+        for c in 0..self.schema.fields().len() {
+            if c == self.columns.kind {
+                columns.push(Arc::new(Int8Array::from(std::mem::take(&mut self.kinds))));
+                continue;
+            }
+            let arrays: Vec<&dyn Array> = self.store.iter().map(|b| b.column(c).as_ref()).collect();
+            columns.push(interleave(&arrays, &self.picks)?);
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(self.picks.len()));
+        let batch = RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns, &options)?;
+        self.picks.clear();
+        let old = std::mem::take(&mut self.store);
+        for side in [&mut self.before, &mut self.after] {
+            match &mut side.current {
+                Some(c) if side.pos < c.kinds.len() => {
+                    let kept = old[c.store].clone();
+                    c.store = self.store.len();
+                    self.store.push(kept);
+                }
+                _ => side.current = None,
+            }
+        }
+        Ok(batch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int32Array, Int64Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use arrow::util::pretty::pretty_format_batches;
+    use futures::TryStreamExt;
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int32, true),
+            Field::new("v", DataType::Utf8, true),
+            Field::new("_SEQUENCE_NUMBER", DataType::Int64, false),
+            Field::new("_VALUE_KIND", DataType::Int8, false),
+        ]))
+    }
+
+    /// One batch per inner slice of `(k, v, kind)` rows.
+    fn input(batches: &[&[(i32, &str, i8)]]) -> SendableRecordBatchStream {
+        let batches: Vec<Result<RecordBatch>> = batches
+            .iter()
+            .map(|rows| {
+                let columns: Vec<ArrayRef> = vec![
+                    Arc::new(rows.iter().map(|r| Some(r.0)).collect::<Int32Array>()),
+                    Arc::new(rows.iter().map(|r| Some(r.1)).collect::<StringArray>()),
+                    Arc::new(Int64Array::from(vec![0; rows.len()])),
+                    Arc::new(rows.iter().map(|r| Some(r.2)).collect::<Int8Array>()),
+                ];
+                Ok(RecordBatch::try_new(schema(), columns).unwrap())
+            })
+            .collect();
+        Box::pin(RecordBatchStreamAdapter::new(
+            schema(),
+            futures::stream::iter(batches),
+        ))
+    }
+
+    async fn diff(before: &[&[(i32, &str, i8)]], after: &[&[(i32, &str, i8)]], batch_size: usize) -> String {
+        let columns = DiffColumns {
+            keys: vec![0],
+            values: vec![0, 1],
+            kind: 3,
+        };
+        let stream = diff_stream(input(before), input(after), columns, batch_size).unwrap();
+        let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
+        assert!(batches.iter().all(|b| b.num_rows() <= batch_size));
+        let projected: Vec<RecordBatch> = batches.iter().map(|b| b.project(&[0, 1, 3]).unwrap()).collect();
+        pretty_format_batches(&projected).unwrap().to_string()
+    }
+
+    #[tokio::test]
+    async fn keys_removed_added_changed_and_unchanged() {
+        let before: &[&[(i32, &str, i8)]] = &[&[(1, "a", 0), (2, "b", 0), (3, "c", 0)], &[(5, "e", 3)]];
+        let after: &[&[(i32, &str, i8)]] = &[&[(1, "A", 0)], &[(2, "b", 2), (3, "c", 3), (4, "d", 0)]];
+        let expected = "\
++---+---+-------------+
+| k | v | _VALUE_KIND |
++---+---+-------------+
+| 1 | A | 0           |
+| 3 | c | 3           |
+| 4 | d | 0           |
++---+---+-------------+";
+        for batch_size in [1, 2, 100] {
+            assert_eq!(
+                diff(before, after, batch_size).await,
+                expected,
+                "batch size {batch_size}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn start_only_adds_become_deletes() {
+        let before: &[&[(i32, &str, i8)]] = &[&[(1, "a", 0), (2, "b", 1), (7, "g", 2)]];
+        let expected = "\
++---+---+-------------+
+| k | v | _VALUE_KIND |
++---+---+-------------+
+| 1 | a | 3           |
+| 7 | g | 3           |
++---+---+-------------+";
+        assert_eq!(diff(before, &[], 1).await, expected);
+        assert_eq!(diff(before, &[], 10).await, expected);
+    }
+
+    #[tokio::test]
+    async fn empty_inputs_give_no_rows() {
+        assert_eq!(diff(&[], &[], 8).await, "++\n++");
+        let same: &[&[(i32, &str, i8)]] = &[&[(1, "a", 0)], &[(2, "b", 3)]];
+        assert_eq!(diff(same, same, 8).await, "++\n++");
+    }
+}

@@ -1,0 +1,262 @@
+//! Planning an incremental read: an [`IncrementalRange`] -> change splits, one per partition
+//! and bucket.
+//!
+//! * delta / changelog: the ADD entries of each snapshot's delta or changelog manifests, in
+//!   snapshot order then manifest order, so the files of a bucket are read in commit order.
+//!   Which snapshots count follows Java's `IncrementalDeltaStartingScanner`: delta reads
+//!   APPEND snapshots only, changelog every snapshot but OVERWRITE.
+//! * diff: the batch-read splits of both snapshots (`plan_scan`), paired by bucket. A bucket
+//!   whose files did not change between the two cannot differ and is skipped.
+//!
+//! Pruning by partition and key statistics applies as in batch reads; DataFusion re-applies
+//! every filter above the scan.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use datafusion::common::{internal_err, Result};
+use datafusion::physical_expr::PhysicalExpr;
+
+use super::{ChangeMode, DiffEnds, IncrementalRange};
+use crate::meta::{PartitionBucket, TableMeta};
+use crate::scan::plan::ScanPlan;
+use crate::scan::plan::{load_file_schemas, prune_files, pruning_predicate};
+use crate::scan::split::{Split, SplitFile};
+use crate::scan::{plan_scan, PlanRequest};
+use crate::spec::{paths, BinaryRow, FileKind, ManifestEntry, Snapshot, TableOptions, TableSchema};
+
+/// Everything planning an incremental read needs.
+pub(crate) struct IncrementalPlanRequest<'a> {
+    pub(crate) meta: &'a TableMeta,
+    /// The read schema (the latest one).
+    pub(crate) schema: &'a TableSchema,
+    pub(crate) options: &'a TableOptions,
+    pub(crate) range: &'a IncrementalRange,
+    /// Conjunction of pushed-down filters, for pruning only.
+    pub(crate) predicate: Option<Arc<dyn PhysicalExpr>>,
+}
+
+/// What one change split reads.
+#[derive(Debug, Clone)]
+pub(crate) enum ChangeFiles {
+    /// Delta or changelog files in commit order, read raw.
+    Raw(Vec<SplitFile>),
+    /// The sections of the bucket in the start state (empty when it did not exist) and in the
+    /// end state.
+    Diff {
+        before: Vec<Vec<Vec<SplitFile>>>,
+        after: Vec<Vec<Vec<SplitFile>>>,
+    },
+}
+
+/// The changes of one partition and bucket.
+#[derive(Debug, Clone)]
+pub(crate) struct ChangeSplit {
+    pub(crate) partition_path: String,
+    pub(crate) bucket: i32,
+    /// Directory of the bucket relative to the table root.
+    pub(crate) bucket_dir: String,
+    pub(crate) files: ChangeFiles,
+}
+
+impl ChangeSplit {
+    /// Rows stored in the files read (to balance partitions).
+    pub(crate) fn row_count(&self) -> i64 {
+        match &self.files {
+            ChangeFiles::Raw(files) => files.iter().map(|f| f.row_count).sum(),
+            ChangeFiles::Diff { before, after } => {
+                let rows = |s: &Vec<Vec<Vec<SplitFile>>>| -> i64 {
+                    s.iter().flatten().flatten().map(|f| f.row_count).sum()
+                };
+                rows(before) + rows(after)
+            }
+        }
+    }
+
+    /// `bucket-0: files=2` or, for a diff, `bucket-0: before_files=1 after_files=2`.
+    pub(crate) fn summary(&self) -> String {
+        let count = |s: &Vec<Vec<Vec<SplitFile>>>| s.iter().flatten().map(Vec::len).sum::<usize>();
+        let files = match &self.files {
+            ChangeFiles::Raw(files) => format!("files={}", files.len()),
+            ChangeFiles::Diff { before, after } => {
+                format!("before_files={} after_files={}", count(before), count(after))
+            }
+        };
+        format!("{}bucket-{}: {files}", self.partition_path, self.bucket)
+    }
+}
+
+/// The splits of an incremental read plus every schema their files were written with.
+pub(crate) struct IncrementalPlan {
+    pub(crate) splits: Vec<ChangeSplit>,
+    pub(crate) file_schemas: HashMap<i64, Arc<TableSchema>>,
+}
+
+/// Plans the splits of `req.range`.
+pub(crate) async fn plan_incremental(req: IncrementalPlanRequest<'_>) -> Result<IncrementalPlan> {
+    if req.range.empty {
+        return Ok(IncrementalPlan {
+            splits: vec![],
+            file_schemas: HashMap::new(),
+        });
+    }
+    match (&req.range.mode, &req.range.diff) {
+        (ChangeMode::Diff, Some(ends)) => plan_diff(&req, ends).await,
+        (ChangeMode::Diff, None) => internal_err!("A diff read without its two snapshots"),
+        (mode, _) => plan_raw(&req, *mode).await,
+    }
+}
+
+/// Whether a snapshot's files of `mode` belong to the changes.
+fn counts(snapshot: &Snapshot, mode: ChangeMode) -> bool {
+    match mode {
+        ChangeMode::Delta => snapshot.commit_kind == "APPEND",
+        _ => snapshot.commit_kind != "OVERWRITE",
+    }
+}
+
+async fn plan_raw(req: &IncrementalPlanRequest<'_>, mode: ChangeMode) -> Result<IncrementalPlan> {
+    let ids = (req.range.start + 1)..=req.range.end;
+    let snapshots = futures::future::try_join_all(ids.map(|id| req.meta.snapshot(id))).await?;
+    let mut groups: BTreeMap<PartitionBucket, Vec<ManifestEntry>> = BTreeMap::new();
+    for snapshot in snapshots.iter().filter(|s| counts(s, mode)) {
+        let entries = match mode {
+            ChangeMode::Delta => req.meta.delta_entries(snapshot).await?,
+            _ => req.meta.changelog_entries(snapshot).await?,
+        };
+        for e in entries {
+            if e.kind != FileKind::Add {
+                let file = req.meta.io().display(&paths::snapshot_file(snapshot.id));
+                return Err(crate::Error::corrupt(
+                    &file,
+                    format!("its {} manifests remove a file", mode.as_str()),
+                )
+                .into());
+            }
+            groups.entry((e.partition.clone(), e.bucket)).or_default().push(e);
+        }
+    }
+    let pruning = pruning_predicate(req.schema, req.predicate.as_ref());
+    let partition_types = req.schema.partition_types();
+    let mut file_schemas = HashMap::new();
+    let mut splits = Vec::new();
+    for ((partition_bytes, bucket), entries) in &groups {
+        if *bucket == -2 {
+            // Postpone-bucket files have no bucket yet; batch reads skip them too.
+            continue;
+        }
+        let partition = BinaryRow::decode(partition_bytes, &partition_types)?.values;
+        let mut files: Vec<&ManifestEntry> = entries.iter().collect();
+        load_file_schemas(req.meta, &files, &mut file_schemas).await?;
+        if let Some(p) = &pruning {
+            files = prune_files(p, req.schema, &partition, files, &file_schemas)?;
+        }
+        if files.is_empty() {
+            continue;
+        }
+        let partition_path = paths::partition_path(
+            &req.schema.partition_keys,
+            &partition,
+            &req.options.partition_default_name,
+        );
+        let raw = files
+            .iter()
+            .map(|e| SplitFile::new(&e.file, req.schema, &file_schemas))
+            .collect::<Result<Vec<_>>>()?;
+        splits.push(ChangeSplit {
+            bucket_dir: paths::bucket_path(
+                req.options.data_file_path_directory.as_deref(),
+                &partition_path,
+                *bucket,
+            ),
+            partition_path,
+            bucket: *bucket,
+            files: ChangeFiles::Raw(raw),
+        });
+    }
+    Ok(IncrementalPlan { splits, file_schemas })
+}
+
+async fn plan_diff(req: &IncrementalPlanRequest<'_>, ends: &DiffEnds) -> Result<IncrementalPlan> {
+    let end = batch_plan(req, &ends.end).await?;
+    let mut file_schemas = end.file_schemas;
+    let mut before: HashMap<String, Split> = HashMap::new();
+    if let Some(start) = &ends.start {
+        let plan = batch_plan(req, start).await?;
+        file_schemas.extend(plan.file_schemas);
+        before = plan
+            .splits
+            .into_iter()
+            .map(|s| (s.bucket_dir.clone(), s))
+            .collect();
+    }
+    let mut splits = Vec::new();
+    for after in end.splits {
+        let old = before.remove(&after.bucket_dir);
+        let old_sections = old.map(|s| s.sections).unwrap_or_default();
+        if same_files(&old_sections, &after.sections) {
+            continue;
+        }
+        splits.push(diff_split(
+            after.partition_path,
+            after.bucket,
+            after.bucket_dir,
+            old_sections,
+            after.sections,
+        ));
+    }
+    // Buckets that exist only in the start state: every key there was removed.
+    let mut gone: Vec<Split> = before.into_values().collect();
+    gone.sort_by(|a, b| a.bucket_dir.cmp(&b.bucket_dir));
+    for old in gone {
+        splits.push(diff_split(
+            old.partition_path,
+            old.bucket,
+            old.bucket_dir,
+            old.sections,
+            vec![],
+        ));
+    }
+    Ok(IncrementalPlan { splits, file_schemas })
+}
+
+async fn batch_plan(req: &IncrementalPlanRequest<'_>, snapshot: &Snapshot) -> Result<ScanPlan> {
+    plan_scan(PlanRequest {
+        meta: req.meta,
+        snapshot,
+        schema: req.schema,
+        options: req.options,
+        predicate: req.predicate.clone(),
+    })
+    .await
+}
+
+fn diff_split(
+    partition_path: String,
+    bucket: i32,
+    bucket_dir: String,
+    before: Vec<Vec<Vec<SplitFile>>>,
+    after: Vec<Vec<Vec<SplitFile>>>,
+) -> ChangeSplit {
+    ChangeSplit {
+        partition_path,
+        bucket,
+        bucket_dir,
+        files: ChangeFiles::Diff { before, after },
+    }
+}
+
+/// Whether two bucket states consist of the same files (files are immutable).
+fn same_files(a: &[Vec<Vec<SplitFile>>], b: &[Vec<Vec<SplitFile>>]) -> bool {
+    fn names(s: &[Vec<Vec<SplitFile>>]) -> Vec<&str> {
+        let mut n: Vec<&str> = s
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|f| f.file_name.as_str())
+            .collect();
+        n.sort_unstable();
+        n
+    }
+    names(a) == names(b)
+}

@@ -1,0 +1,133 @@
+//! The work of one output partition of [`super::PaimonIncrementalScanExec`]: for each change
+//! split, read its files raw (delta, changelog) or diff its two states, then apply the view
+//! (drop retractions for the table, pack updates for `$binlog`), project and stop at the limit.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use datafusion::common::Result;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use futures::{StreamExt, TryStreamExt};
+
+use super::diff::{diff_stream, DiffColumns};
+use super::plan::{ChangeFiles, ChangeSplit};
+use crate::merge::{drop_retracts_stream, MergeMetrics};
+use crate::scan::binlog::ChangelogPacker;
+use crate::scan::exec::{ReadView, ScanContext};
+use crate::scan::split::SplitFile;
+use crate::scan::stream::{limit_stream, run_stream, section_stream, shape_output};
+
+/// Builds the output stream of one partition.
+pub(super) fn changes_partition_stream(
+    ctx: Arc<ScanContext>,
+    view: ReadView,
+    splits: Vec<ChangeSplit>,
+    batch_size: usize,
+    metrics: MergeMetrics,
+    limit: Option<usize>,
+) -> SendableRecordBatchStream {
+    let output_schema = Arc::clone(&ctx.output_schema);
+    let per_split = futures::stream::iter(splits)
+        .map(move |split| {
+            let changes = split_changes(&ctx, split, batch_size, &metrics)?;
+            Ok::<_, datafusion::common::DataFusionError>(apply_view(&ctx, view, changes))
+        })
+        .try_flatten()
+        .try_filter(|b| futures::future::ready(b.num_rows() > 0));
+    limit_stream(output_schema, per_split, limit)
+}
+
+/// The changes of one split in the read layout, stored kinds kept.
+fn split_changes(
+    ctx: &Arc<ScanContext>,
+    split: ChangeSplit,
+    batch_size: usize,
+    metrics: &MergeMetrics,
+) -> Result<SendableRecordBatchStream> {
+    let dir = split.bucket_dir;
+    match split.files {
+        ChangeFiles::Raw(files) => Ok(run_stream(ctx, &dir, files, batch_size, false)),
+        ChangeFiles::Diff { before, after } => {
+            let before = state_stream(ctx, &dir, before, batch_size, metrics)?;
+            let after = state_stream(ctx, &dir, after, batch_size, metrics)?;
+            let layout = &ctx.layout;
+            let columns = DiffColumns {
+                keys: ctx.key_indices.clone(),
+                values: (0..layout.fields.len()).collect(),
+                kind: layout.kind_index(),
+            };
+            diff_stream(before, after, columns, batch_size)
+        }
+    }
+}
+
+/// The merged state of one bucket (retractions kept): its sections one after another, which
+/// is ascending key order because sections never share keys.
+fn state_stream(
+    ctx: &Arc<ScanContext>,
+    dir: &str,
+    sections: Vec<Vec<Vec<SplitFile>>>,
+    batch_size: usize,
+    metrics: &MergeMetrics,
+) -> Result<SendableRecordBatchStream> {
+    let streams = sections
+        .into_iter()
+        .map(|runs| section_stream(ctx, dir, runs, batch_size, metrics.clone()))
+        .collect::<Result<Vec<_>>>()?;
+    let schema = Arc::clone(&ctx.layout.schema);
+    Ok(Box::pin(RecordBatchStreamAdapter::new(
+        schema,
+        futures::stream::iter(streams).flatten(),
+    )))
+}
+
+/// Turns the changes of one split into output batches.
+fn apply_view(
+    ctx: &Arc<ScanContext>,
+    view: ReadView,
+    changes: SendableRecordBatchStream,
+) -> futures::stream::BoxStream<'static, Result<RecordBatch>> {
+    match view {
+        ReadView::Table | ReadView::AuditLog => {
+            let changes = if view == ReadView::Table && ctx.layout.with_system_columns {
+                drop_retracts_stream(changes, ctx.layout.kind_index())
+            } else {
+                changes
+            };
+            let ctx = Arc::clone(ctx);
+            changes
+                .and_then(move |b| futures::future::ready(shape_output(&ctx, &b)))
+                .boxed()
+        }
+        ReadView::Binlog => packed(ctx, changes),
+    }
+}
+
+/// `$binlog` rows of one split: `-U`/`+U` pairs packed, a trailing `-U` flushed at the end.
+fn packed(
+    ctx: &Arc<ScanContext>,
+    changes: SendableRecordBatchStream,
+) -> futures::stream::BoxStream<'static, Result<RecordBatch>> {
+    let packer = ChangelogPacker::new(Arc::clone(ctx));
+    let state = (changes, packer, false);
+    futures::stream::try_unfold(state, |(mut input, mut packer, mut done)| async move {
+        while !done {
+            match input.next().await {
+                Some(batch) => {
+                    if let Some(out) = packer.pack(&batch?)? {
+                        return Ok(Some((out, (input, packer, done))));
+                    }
+                }
+                None => {
+                    done = true;
+                    if let Some(out) = packer.finish()? {
+                        return Ok(Some((out, (input, packer, done))));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    })
+    .boxed()
+}

@@ -1,0 +1,40 @@
+//! Opening a table for a read: the session's read options pick either one snapshot (time
+//! travel, `time_travel`) or the changes between two (`incremental`), and the read schema.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use datafusion::common::Result;
+
+use super::incremental::resolve_incremental;
+use super::provider::PaimonTable;
+use super::time_travel::{read_schema, resolve_snapshot};
+use crate::meta::TableMeta;
+use crate::scan::ReadView;
+use crate::spec::options::{INCREMENTAL_BETWEEN, INCREMENTAL_BETWEEN_TIMESTAMP};
+use crate::spec::TableOptions;
+
+/// `name` (`db.table`, plus `$audit_log` / `$binlog` for the views) read as `options` say.
+///
+/// An incremental read uses the latest schema; its snapshot is the latest one, which only
+/// DML consults.
+pub(crate) async fn open_table(
+    name: String,
+    meta: Arc<TableMeta>,
+    options: &BTreeMap<String, String>,
+    view: ReadView,
+) -> Result<PaimonTable> {
+    let incremental = if [INCREMENTAL_BETWEEN, INCREMENTAL_BETWEEN_TIMESTAMP]
+        .iter()
+        .any(|k| options.contains_key(*k))
+    {
+        let latest = meta.latest_schema().await?;
+        let table_options = TableOptions::parse(&latest.options)?;
+        resolve_incremental(&meta, &name, options, &table_options).await?
+    } else {
+        None
+    };
+    let snapshot = resolve_snapshot(&meta, &name, options).await?;
+    let schema = read_schema(&meta, snapshot.as_ref(), options).await?;
+    Ok(PaimonTable::try_new(name, meta, snapshot, schema, view)?.with_incremental(incremental))
+}
