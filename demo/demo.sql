@@ -42,3 +42,30 @@ SELECT * FROM demo."orders$audit_log" ORDER BY order_id;
 INSERT OVERWRITE demo.orders PARTITION (dt = '2024-01-02') SELECT 7, 'dave', 70.00;
 SELECT dt, count(*) AS orders, sum(amount) AS total FROM demo.orders GROUP BY dt ORDER BY dt;
 EXPLAIN SELECT * FROM demo.orders WHERE order_id = 2;
+
+-- Merge engines and a changelog: per-customer totals with the aggregation engine, whose lookup
+-- changelog producer turns every commit into +I / -U / +U rows (APPEND, then COMPACT snapshot).
+CREATE TABLE demo.totals (
+    customer STRING,
+    orders   BIGINT,
+    spent    DECIMAL(12, 2),
+    PRIMARY KEY (customer) NOT ENFORCED
+) WITH ('bucket' = '1', 'merge-engine' = 'aggregation', 'changelog-producer' = 'lookup',
+        'fields.orders.aggregate-function' = 'sum', 'fields.spent.aggregate-function' = 'sum');
+
+INSERT INTO demo.totals VALUES ('alice', 1, 10.50), ('bob', 1, 20.00);
+INSERT INTO demo.totals VALUES ('alice', 2, 40.00);
+SELECT * FROM demo.totals ORDER BY customer;
+SELECT snapshot_id, commit_kind, changelog_record_count FROM demo."totals$snapshots";
+SELECT * FROM paimon_incremental_query('demo.totals$audit_log', 2, 4, 'changelog') ORDER BY customer, rowkind DESC;
+
+-- Partial-update: columns arrive separately and NULLs never overwrite.
+CREATE TABLE demo.profiles (id INT, name STRING, email STRING, PRIMARY KEY (id) NOT ENFORCED)
+    WITH ('bucket' = '1', 'merge-engine' = 'partial-update');
+INSERT INTO demo.profiles VALUES (1, 'alice', NULL);
+INSERT INTO demo.profiles VALUES (1, NULL, 'alice@example.com');
+SELECT * FROM demo.profiles;
+
+-- Full compaction of a table from SQL (a COMPACT snapshot; files move to the top level).
+CALL sys.compact('demo.orders');
+SELECT partition, bucket, level, record_count FROM demo."orders$files" ORDER BY partition, bucket;
