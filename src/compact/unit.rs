@@ -272,8 +272,9 @@ impl BucketCompaction<'_> {
         let mut order: Vec<u32> = (0..records.batch.num_rows() as u32).collect();
         order.sort_by(|&a, &b| keys.row(a as usize).cmp(&keys.row(b as usize)));
 
-        // Looked-up before-images are appended to the input records as extra rows.
-        let mut extra: Vec<(Arc<LookupFile>, usize)> = Vec::new();
+        // Looked-up before-images are appended to the input records as extra rows:
+        // `(index into lookup_files, row)`.
+        let mut extra: Vec<(usize, usize)> = Vec::new();
         let lookup_files = if mode == ChangelogMode::Lookup {
             self.lookup_files(unit, output_level, &converter, &key_columns, &layout)
                 .await?
@@ -360,7 +361,8 @@ impl BucketCompaction<'_> {
                 None => {
                     let hit = lookup_files
                         .iter()
-                        .find_map(|f| f.get(key.as_ref()).map(|r| (Arc::clone(f), r)));
+                        .enumerate()
+                        .find_map(|(i, f)| f.get(key.as_ref()).map(|r| (i, r)));
                     match hit {
                         Some(found) => {
                             extra.push(found);
@@ -404,7 +406,8 @@ impl BucketCompaction<'_> {
                 if b < input_rows {
                     kinds[b]
                 } else {
-                    extra_kind(&extra[b - input_rows])
+                    let (file, row) = extra[b - input_rows];
+                    kind_of(&lookup_files[file].batch, kind_column, row)
                 }
             };
             plans.push(KeyPlan {
@@ -419,11 +422,9 @@ impl BucketCompaction<'_> {
         let combined = if extra.is_empty() {
             records.batch.clone()
         } else {
-            let mut parts = vec![records.batch.clone()];
-            for (file, row) in &extra {
-                parts.push(file.batch.slice(*row, 1));
-            }
-            concat_batches(&layout.schema, &parts)?
+            let lookup_batches: Vec<&RecordBatch> = lookup_files.iter().map(|f| &f.batch).collect();
+            let looked_up = interleave_record_batch(&lookup_batches, &extra)?;
+            concat_batches(&layout.schema, [&records.batch, &looked_up])?
         };
         let reduced = if members.is_empty() {
             combined.slice(0, 0)
@@ -616,12 +617,8 @@ fn seq_of(batch: &RecordBatch, seq_column: usize, row: usize) -> i64 {
         .value(row)
 }
 
-fn extra_kind((file, row): &(Arc<LookupFile>, usize)) -> i8 {
-    let kinds = file
-        .batch
-        .column(file.batch.num_columns() - 1)
-        .as_primitive::<Int8Type>();
-    kinds.value(*row)
+fn kind_of(batch: &RecordBatch, kind_column: usize, row: usize) -> i8 {
+    batch.column(kind_column).as_primitive::<Int8Type>().value(row)
 }
 
 /// Replaces the `_VALUE_KIND` column.

@@ -26,14 +26,20 @@ impl Rng {
 type State = BTreeMap<i32, Option<i32>>;
 
 async fn rows(session: &PaimonSession, sql: &str) -> Vec<(String, i32, Option<i32>)> {
-    let batches = run_sql(session, sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let batches = run_sql(session, sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
     let mut out = Vec::new();
     for b in &batches {
         let kinds = b.column(0).as_string::<i32>();
         let k = b.column(1).as_primitive::<Int32Type>();
         let v = b.column(2).as_primitive::<Int32Type>();
         for i in 0..b.num_rows() {
-            out.push((kinds.value(i).to_string(), k.value(i), (!v.is_null(i)).then(|| v.value(i))));
+            out.push((
+                kinds.value(i).to_string(),
+                k.value(i),
+                (!v.is_null(i)).then(|| v.value(i)),
+            ));
         }
     }
     out
@@ -48,15 +54,23 @@ async fn state(session: &PaimonSession, table: &str) -> State {
 }
 
 async fn latest_snapshot(session: &PaimonSession, table: &str) -> i64 {
-    let batches = run_sql(session, &format!("SELECT max(snapshot_id) FROM {table}$snapshots"))
-        .await
-        .expect("snapshots");
-    batches[0].column(0).as_primitive::<arrow::datatypes::Int64Type>().value(0)
+    let batches = run_sql(
+        session,
+        &format!("SELECT max(snapshot_id) FROM {table}$snapshots"),
+    )
+    .await
+    .expect("snapshots");
+    batches[0]
+        .column(0)
+        .as_primitive::<arrow::datatypes::Int64Type>()
+        .value(0)
 }
 
 async fn replay_property(producer: &str) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let session = PaimonSession::open(dir.path().to_str().expect("utf-8")).await.expect("open");
+    let session = PaimonSession::open(dir.path().to_str().expect("utf-8"))
+        .await
+        .expect("open");
     run_sql(&session, "CREATE DATABASE r").await.expect("db");
     for seed in 0..4u64 {
         let table = format!("r.t_{}_{seed}", producer.replace('-', "_"));
@@ -83,7 +97,9 @@ async fn replay_property(producer: &str) {
                     format!("INSERT INTO {table} VALUES {}", values.join(", "))
                 }
             };
-            run_sql(&session, &sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+            run_sql(&session, &sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
             let id = latest_snapshot(&session, &table).await;
             if history.last().is_some_and(|(last, _)| *last == id) {
                 continue; // nothing committed
@@ -107,16 +123,26 @@ async fn replay_property(producer: &str) {
                     // one snapshot holds at most -U/+U, -D or +I per key: removals first
                     for (kind, k, v) in &changes {
                         if kind == "-U" || kind == "-D" {
-                            assert_eq!(replayed.remove(k), Some(*v), "{table}: {kind} {k} of snapshot {snapshot} retracts a row that is not there");
+                            assert_eq!(
+                                replayed.remove(k),
+                                Some(*v),
+                                "{table}: {kind} {k} of snapshot {snapshot} retracts a row that is not there"
+                            );
                         }
                     }
                     for (kind, k, v) in &changes {
                         if kind == "+I" || kind == "+U" {
-                            assert!(replayed.insert(*k, *v).is_none(), "{table}: {kind} {k} of snapshot {snapshot} adds a row that is already there");
+                            assert!(
+                                replayed.insert(*k, *v).is_none(),
+                                "{table}: {kind} {k} of snapshot {snapshot} adds a row that is already there"
+                            );
                         }
                     }
                 }
-                assert_eq!(&replayed, to, "{table}: changelog of snapshots {s}..{e} does not lead from one state to the other");
+                assert_eq!(
+                    &replayed, to,
+                    "{table}: changelog of snapshots {s}..{e} does not lead from one state to the other"
+                );
             }
         }
     }

@@ -5,9 +5,9 @@
 //! * [`errors`]: damaged tables (missing or corrupt snapshot, manifest, data and schema files) fail
 //!   with an error naming the file, never with a panic, on both `LocalFileSystem` and `InMemory`.
 
+mod changelog_replay;
 #[cfg(feature = "cli")]
 mod cli;
-mod changelog_replay;
 mod compaction;
 mod concurrent_commits;
 mod errors;
