@@ -209,7 +209,7 @@ impl Resolver<'_> {
                 earliest - 1
             );
         }
-        self.range(start, end, earliest).await
+        self.range(start, end, earliest, false).await
     }
 
     /// `incremental-between-timestamp`: commit times `(t1, t2]`.
@@ -241,11 +241,15 @@ impl Resolver<'_> {
         if t1 == t2 || t1 > latest.time_millis || t2 < earliest.time_millis {
             return Ok(IncrementalRange::empty(start, start, self.mode));
         }
-        self.range(start, end, earliest.id).await
+        self.range(start, end, earliest.id, true).await
     }
 
     /// A checked, non-empty range; loads the two states of a diff.
-    async fn range(&self, start: i64, end: i64, earliest: i64) -> Result<IncrementalRange> {
+    ///
+    /// A diff starting before snapshot 1 compares with an empty state. A start state that has
+    /// expired is unknown: by ids that is an error; by time the earliest snapshot stands in
+    /// for it, as in Java's `IncrementalDiffStartingScanner.betweenTimestamps`.
+    async fn range(&self, start: i64, end: i64, earliest: i64, by_time: bool) -> Result<IncrementalRange> {
         if start == end {
             return Ok(IncrementalRange::empty(start, end, self.mode));
         }
@@ -258,9 +262,18 @@ impl Resolver<'_> {
                 empty: false,
             });
         }
-        let from = match start >= earliest {
-            true => Some(self.meta.snapshot(start).await?),
-            false => None,
+        let from = if start < 1 {
+            None
+        } else if start >= earliest {
+            Some(self.meta.snapshot(start).await?)
+        } else if by_time {
+            Some(self.meta.snapshot(earliest).await?)
+        } else {
+            return plan_err!(
+                "Option '{INCREMENTAL_BETWEEN}' of table {}: snapshot {start} has expired, so a diff \
+                 has no start state; start at {earliest} or later",
+                self.table
+            );
         };
         Ok(diff(start, end, from, self.meta.snapshot(end).await?))
     }

@@ -260,3 +260,49 @@ fn same_files(a: &[Vec<Vec<SplitFile>>], b: &[Vec<Vec<SplitFile>>]) -> bool {
     }
     names(a) == names(b)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(kind: &str) -> Snapshot {
+        Snapshot {
+            version: Some(3),
+            id: 1,
+            schema_id: 0,
+            base_manifest_list: String::new(),
+            delta_manifest_list: String::new(),
+            changelog_manifest_list: None,
+            index_manifest: None,
+            commit_user: String::new(),
+            commit_identifier: 0,
+            commit_kind: kind.to_string(),
+            time_millis: 0,
+            total_record_count: None,
+            delta_record_count: None,
+            changelog_record_count: None,
+            watermark: None,
+            statistics: None,
+            next_row_id: None,
+            operation: None,
+            writer_version: None,
+        }
+    }
+
+    /// semantics.md §7.2: delta reads APPEND snapshots only; changelog APPEND and COMPACT
+    /// (lookup and full-compaction changelogs are committed with COMPACT snapshots, §5.6).
+    #[test]
+    fn which_snapshots_count() {
+        let kinds = ["APPEND", "COMPACT", "OVERWRITE", "ANALYZE"];
+        let delta: Vec<bool> = kinds
+            .iter()
+            .map(|k| counts(&snapshot(k), ChangeMode::Delta))
+            .collect();
+        assert_eq!(delta, [true, false, false, false]);
+        let changelog: Vec<bool> = kinds
+            .iter()
+            .map(|k| counts(&snapshot(k), ChangeMode::Changelog))
+            .collect();
+        assert_eq!(changelog, [true, true, false, true]);
+    }
+}
