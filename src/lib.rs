@@ -12,11 +12,13 @@
 //! * `io`: bytes and Parquet files on an `ObjectStore`.
 //! * `meta`: snapshots, schemas, tags and manifests of one table.
 //! * `merge`: k-way merge of sorted runs with arrow-row keys.
-//! * `scan`: merge-on-read planning and the `PaimonScanExec` plan node.
+//! * `scan`: merge-on-read planning and the `PaimonScanExec` plan node; incremental reads
+//!   (`incremental-between*` options) and the `PaimonIncrementalScanExec` plan node.
 //! * `table`: one table as a DataFusion `TableProvider`, time travel.
-//! * `system_tables`: `t$snapshots`, `t$files`, ...
+//! * `system_tables`: `t$snapshots`, `t$files`, `t$audit_log`, `t$binlog`, ...
 //! * `catalog`: a warehouse as a DataFusion catalog.
-//! * [`sql`]: session set-up (`SET paimon.*` options, default catalog).
+//! * [`sql`]: session set-up (`SET paimon.*` options, default catalog, the table function
+//!   `paimon_incremental_query`).
 
 pub mod catalog;
 pub(crate) mod compact;
@@ -35,6 +37,6 @@ pub(crate) mod write;
 
 pub use catalog::PaimonCatalog;
 pub use error::{Error, Result};
-pub use scan::PaimonScanExec;
+pub use scan::{PaimonIncrementalScanExec, PaimonScanExec};
 pub use sql::PaimonSession;
 pub use table::PaimonTable;

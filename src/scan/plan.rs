@@ -122,8 +122,8 @@ pub(super) async fn load_file_schemas(
     file_schemas: &mut HashMap<i64, Arc<TableSchema>>,
 ) -> Result<()> {
     for e in files {
-        if !file_schemas.contains_key(&e.file.schema_id) {
-            file_schemas.insert(e.file.schema_id, meta.schema(e.file.schema_id).await?);
+        if let std::collections::hash_map::Entry::Vacant(v) = file_schemas.entry(e.file.schema_id) {
+            v.insert(meta.schema(e.file.schema_id).await?);
         }
     }
     Ok(())

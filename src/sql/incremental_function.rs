@@ -27,7 +27,7 @@ use datafusion::common::{plan_datafusion_err, plan_err, Result, ScalarValue};
 use datafusion::logical_expr::Expr;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{
-    Expr as SqlExpr, FunctionArg, FunctionArgExpr, TableFactor, Value, Visit, Visitor,
+    Expr as SqlExpr, FunctionArg, FunctionArgExpr, TableFactor, UnaryOperator, Value, Visit, Visitor,
 };
 
 use super::ddl::names::resolve_table;
@@ -98,6 +98,9 @@ impl IncrementalQueryFunction {
         for statement in &statements {
             collect_calls(statement, &mut calls);
         }
+        if calls.malformed {
+            return malformed();
+        }
         for args in calls.calls {
             let provider = open_call(session, &args).await?;
             let mut prepared = self.prepared.lock().expect("lock is never poisoned");
@@ -118,9 +121,7 @@ impl TableFunctionImpl for IncrementalQueryFunction {
             .map(literal_text)
             .collect::<Option<Vec<String>>>();
         let Some(call) = values.and_then(CallArgs::new) else {
-            return plan_err!(
-                "{INCREMENTAL_QUERY} expects ('db.table', start, end [, mode]) with literal arguments"
-            );
+            return malformed();
         };
         let prepared = self.prepared.lock().expect("lock is never poisoned");
         prepared.get(&call).cloned().ok_or_else(|| {
@@ -131,6 +132,10 @@ impl TableFunctionImpl for IncrementalQueryFunction {
             )
         })
     }
+}
+
+fn malformed<T>() -> Result<T> {
+    plan_err!("{INCREMENTAL_QUERY} expects ('db.table', start, end [, mode]) with literal arguments")
 }
 
 /// Opens `args.table` reading the changes of `(start, end]` in `mode`.
@@ -219,6 +224,8 @@ fn collect_calls(statement: &DFStatement, calls: &mut CallCollector) {
 #[derive(Default)]
 struct CallCollector {
     calls: Vec<CallArgs>,
+    /// A call has other arguments than three or four literals.
+    malformed: bool,
 }
 
 impl Visitor for CallCollector {
@@ -242,8 +249,9 @@ impl Visitor for CallCollector {
             return ControlFlow::Continue(());
         }
         let values = args.args.iter().map(sql_literal).collect::<Option<Vec<_>>>();
-        if let Some(call) = values.and_then(CallArgs::new) {
-            self.calls.push(call);
+        match values.and_then(CallArgs::new) {
+            Some(call) => self.calls.push(call),
+            None => self.malformed = true,
         }
         ControlFlow::Continue(())
     }
@@ -251,12 +259,25 @@ impl Visitor for CallCollector {
 
 /// A literal SQL argument as text, as [`literal_text`] will see it after planning.
 fn sql_literal(arg: &FunctionArg) -> Option<String> {
-    let FunctionArg::Unnamed(FunctionArgExpr::Expr(SqlExpr::Value(v))) = arg else {
+    let FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) = arg else {
         return None;
     };
-    match &v.value {
-        Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Some(s.clone()),
-        Value::Number(n, _) => Some(n.parse::<i64>().ok()?.to_string()),
+    match expr {
+        SqlExpr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => Some(s.clone()),
+            Value::Number(n, _) => Some(n.parse::<i64>().ok()?.to_string()),
+            _ => None,
+        },
+        SqlExpr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => match expr.as_ref() {
+            SqlExpr::Value(v) => match &v.value {
+                Value::Number(n, _) => Some((-n.parse::<i64>().ok()?).to_string()),
+                _ => None,
+            },
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -270,6 +291,7 @@ mod tests {
         for s in &DFParser::parse_sql(sql).unwrap() {
             collect_calls(s, &mut c);
         }
+        assert!(!c.malformed, "{sql}");
         c.calls
     }
 
@@ -292,7 +314,25 @@ mod tests {
             ),
             vec![call("t", "2", "4", None), call("u", "0", "1", None)]
         );
+        assert_eq!(
+            calls("SELECT * FROM paimon_incremental_query('t', -1, 2)"),
+            vec![call("t", "-1", "2", None)]
+        );
         assert!(calls("SELECT * FROM db.t").is_empty());
-        assert!(calls("SELECT * FROM paimon_incremental_query('t', 1)").is_empty());
+    }
+
+    #[test]
+    fn other_arguments_are_malformed() {
+        for sql in [
+            "SELECT * FROM paimon_incremental_query('t', 1)",
+            "SELECT * FROM paimon_incremental_query('t', 1 + 1, 3)",
+            "SELECT * FROM paimon_incremental_query('t', 1, 2, 'delta', 'x')",
+        ] {
+            let mut c = CallCollector::default();
+            for s in &DFParser::parse_sql(sql).unwrap() {
+                collect_calls(s, &mut c);
+            }
+            assert!(c.malformed, "{sql}");
+        }
     }
 }

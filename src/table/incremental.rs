@@ -6,7 +6,8 @@
 //!   `S ≥ earliest − 1` and `E ≤ latest` are required.
 //! * `incremental-between = 'tagA,tagB'` (both tags exist): a diff of the two tagged snapshots,
 //!   or with `incremental-between-tag-to-snapshot = true` the snapshot range between them.
-//! * `incremental-between-timestamp = 't1,t2'` (epoch millis): from the latest snapshot
+//! * `incremental-between-timestamp = 't1,t2'` (epoch millis, or timestamps in the local time
+//!   zone): from the latest snapshot
 //!   committed at or before `t1` (else `earliest − 1`) to the latest committed at or before
 //!   `t2`; empty when `t1 = t2`, `t1` is after the latest commit or `t2` before the earliest.
 //! * `incremental-between-scan-mode`: `auto` is `changelog` when the table has a changelog
@@ -209,16 +210,18 @@ impl Resolver<'_> {
                 earliest - 1
             );
         }
-        self.range(start, end, earliest).await
+        self.range(start, end, earliest, false).await
     }
 
     /// `incremental-between-timestamp`: commit times `(t1, t2]`.
     async fn between_timestamps(&self, value: &str) -> Result<IncrementalRange> {
         let key = INCREMENTAL_BETWEEN_TIMESTAMP;
-        let (a, b) = two_parts(self.table, key, value, "two epoch milliseconds")?;
-        let (Ok(t1), Ok(t2)) = (a.parse::<i64>(), b.parse::<i64>()) else {
+        let hint = "two epoch milliseconds or timestamps";
+        let (a, b) = two_parts(self.table, key, value, hint)?;
+        let (Some(t1), Some(t2)) = (parse_time(a), parse_time(b)) else {
             return plan_err!(
-                "Invalid value '{value}' for option '{key}' of table {}: expected two epoch milliseconds",
+                "Invalid value '{value}' for option '{key}' of table {}: expected {hint} \
+                 ('yyyy-MM-dd HH:mm:ss[.SSS]', local time)",
                 self.table
             );
         };
@@ -241,11 +244,15 @@ impl Resolver<'_> {
         if t1 == t2 || t1 > latest.time_millis || t2 < earliest.time_millis {
             return Ok(IncrementalRange::empty(start, start, self.mode));
         }
-        self.range(start, end, earliest.id).await
+        self.range(start, end, earliest.id, true).await
     }
 
     /// A checked, non-empty range; loads the two states of a diff.
-    async fn range(&self, start: i64, end: i64, earliest: i64) -> Result<IncrementalRange> {
+    ///
+    /// A diff starting before snapshot 1 compares with an empty state. A start state that has
+    /// expired is unknown: by ids that is an error; by time the earliest snapshot stands in
+    /// for it, as in Java's `IncrementalDiffStartingScanner.betweenTimestamps`.
+    async fn range(&self, start: i64, end: i64, earliest: i64, by_time: bool) -> Result<IncrementalRange> {
         if start == end {
             return Ok(IncrementalRange::empty(start, end, self.mode));
         }
@@ -258,12 +265,39 @@ impl Resolver<'_> {
                 empty: false,
             });
         }
-        let from = match start >= earliest {
-            true => Some(self.meta.snapshot(start).await?),
-            false => None,
+        let from = if start < 1 {
+            None
+        } else if start >= earliest {
+            Some(self.meta.snapshot(start).await?)
+        } else if by_time {
+            Some(self.meta.snapshot(earliest).await?)
+        } else {
+            return plan_err!(
+                "Option '{INCREMENTAL_BETWEEN}' of table {}: snapshot {start} has expired, so a diff \
+                 has no start state; start at {earliest} or later",
+                self.table
+            );
         };
         Ok(diff(start, end, from, self.meta.snapshot(end).await?))
     }
+}
+
+/// Epoch milliseconds, or a timestamp `yyyy-MM-dd[ HH:mm:ss[.SSS]]` in the local time zone
+/// (Java parses `incremental-between-timestamp` the same two ways).
+fn parse_time(text: &str) -> Option<i64> {
+    if let Ok(millis) = text.parse::<i64>() {
+        return Some(millis);
+    }
+    let naive = ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M"]
+        .iter()
+        .find_map(|f| chrono::NaiveDateTime::parse_from_str(text, f).ok())
+        .or_else(|| {
+            let date = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
+            date.and_hms_opt(0, 0, 0)
+        })?;
+    use chrono::TimeZone;
+    let local = chrono::Local.from_local_datetime(&naive).earliest()?;
+    Some(local.timestamp_millis())
 }
 
 fn diff(start: i64, end: i64, from: Option<Snapshot>, to: Snapshot) -> IncrementalRange {
@@ -273,5 +307,21 @@ fn diff(start: i64, end: i64, from: Option<Snapshot>, to: Snapshot) -> Increment
         mode: ChangeMode::Diff,
         diff: Some(DiffEnds { start: from, end: to }),
         empty: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_time;
+
+    #[test]
+    fn times_are_millis_or_local_timestamps() {
+        assert_eq!(parse_time("1795982953868"), Some(1795982953868));
+        assert_eq!(parse_time("-5"), Some(-5));
+        let day = parse_time("2024-01-02").expect("a date");
+        assert_eq!(parse_time("2024-01-02 00:00:00"), Some(day));
+        assert_eq!(parse_time("2024-01-02T00:00:00.250"), Some(day + 250));
+        assert_eq!(parse_time("2024-01-02 01:30"), Some(day + 90 * 60 * 1000));
+        assert_eq!(parse_time("yesterday"), None);
     }
 }

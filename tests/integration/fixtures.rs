@@ -1,9 +1,13 @@
-//! Every `batch` expected result of the pypaimon 2.1.0 fixture corpus
+//! Every `batch` and `incremental` expected result of the pypaimon 2.1.0 fixture corpus
 //! (`tests/fixtures/pypaimon-2.1.0/expected/index.json`), read through SQL and compared with the
 //! published rows.
 //!
-//! For each expected file: `SET paimon.<k> = '<v>'` for its `query.options`, then
-//! `SELECT <projection or *> FROM <db>.<table> [WHERE <filter.sql>]`, then `RESET`. Results are
+//! For each batch file: `SET paimon.<k> = '<v>'` for its `query.options`, then
+//! `SELECT <projection or *> FROM <db>.<table> [WHERE <filter.sql>]`, then `RESET`. An
+//! incremental file (`_row_kind` first) is read from `<table>$audit_log` twice: with
+//! `incremental-between = 'start,end'` and with its `incremental-between-timestamp` option, whose
+//! `timeMillis(snapshot-N)` placeholders become the commit times of the fixture's snapshots
+//! (one millisecond before snapshot 1 for N = 0). Results are
 //! converted to JSON with the README's "Value encoding" table and compared as multisets (both sides
 //! sorted by their canonical JSON text); column names are compared in order. One test per table;
 //! each reports every mismatch of its table before failing.
@@ -99,7 +103,7 @@ async fn check_table(table: &str) {
         .as_array()
         .unwrap_or_else(|| panic!("{table} is not in expected/index.json"))
         .iter()
-        .filter(|e| e["query"]["type"] == "batch")
+        .filter(|e| e["query"]["type"] == "batch" || e["query"]["type"] == "incremental")
         .collect();
     assert!(!expected.is_empty(), "{table} has no batch expected file");
 
@@ -110,8 +114,14 @@ async fn check_table(table: &str) {
     let mut failures = Vec::new();
     for e in &expected {
         let file = e["file"].as_str().expect("file is a string");
-        if let Err(msg) = check_expected_file(&session, table, file).await {
-            failures.push(msg);
+        let incremental = e["query"]["type"] == "incremental";
+        for variant in [Variant::Ids, Variant::Timestamps] {
+            if !incremental && variant == Variant::Timestamps {
+                continue;
+            }
+            if let Err(msg) = check_expected_file(&session, table, file, variant).await {
+                failures.push(msg);
+            }
         }
     }
     if !failures.is_empty() {
@@ -124,13 +134,71 @@ async fn check_table(table: &str) {
     }
 }
 
-/// Runs the query of one expected file and compares its result.
-async fn check_expected_file(session: &PaimonSession, table: &str, file: &str) -> Result<(), String> {
-    let path = fixture_root().join(file);
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{file}: cannot read: {e}"))?;
-    let expected: Value = serde_json::from_str(&text).map_err(|e| format!("{file}: cannot parse: {e}"))?;
-    let query = &expected["query"];
+/// How an incremental expected file names its range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// `incremental-between = 'start,end'` (batch files: their own options).
+    Ids,
+    /// The file's `incremental-between-timestamp` option.
+    Timestamps,
+}
 
+/// `timeMillis(snapshot-N)` of the fixture table (N = 0: one millisecond before snapshot 1).
+fn commit_time(table: &str, placeholder: &str) -> String {
+    let id: i64 = placeholder
+        .trim()
+        .strip_prefix("timeMillis(snapshot-")
+        .and_then(|r| r.strip_suffix(')'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected timestamp placeholder {placeholder}"));
+    let (db, name) = table.split_once('.').expect("db.table");
+    let read = |id: i64| -> i64 {
+        let path = fixture_warehouse().join(format!("{db}.db/{name}/snapshot/snapshot-{id}"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let snapshot: Value = serde_json::from_str(&text).expect("snapshot JSON");
+        snapshot["timeMillis"].as_i64().expect("timeMillis")
+    };
+    if id == 0 {
+        (read(1) - 1).to_string()
+    } else {
+        read(id).to_string()
+    }
+}
+
+/// The `SET` statements and the query of one expected file.
+fn statements(table: &str, expected: &Value, variant: Variant) -> (Vec<String>, String) {
+    let query = &expected["query"];
+    let set = |k: &str, v: &str| format!("SET paimon.{k} = '{v}'");
+    if query["type"] == "incremental" {
+        // `_row_kind` first, then the table's columns.
+        let columns: String = expected["columns"]
+            .as_array()
+            .expect("columns")
+            .iter()
+            .skip(1)
+            .map(|c| format!(", \"{}\"", c["name"].as_str().expect("column name")))
+            .collect();
+        let sets = match variant {
+            Variant::Ids => vec![set(
+                "incremental-between",
+                &format!(
+                    "{},{}",
+                    query["start_snapshot_exclusive"], query["end_snapshot_inclusive"]
+                ),
+            )],
+            Variant::Timestamps => {
+                let range = query["options"]["incremental-between-timestamp"]
+                    .as_str()
+                    .expect("incremental-between-timestamp");
+                let (a, b) = range.split_once(',').expect("two timestamps");
+                let value = format!("{},{}", commit_time(table, a), commit_time(table, b));
+                vec![set("incremental-between-timestamp", &value)]
+            }
+        };
+        let (db, name) = table.split_once('.').expect("db.table");
+        let sql = format!("SELECT rowkind AS \"_row_kind\"{columns} FROM {db}.\"{name}$audit_log\"");
+        return (sets, sql);
+    }
     let select = match query["projection"].as_array() {
         Some(cols) => cols
             .iter()
@@ -147,15 +215,24 @@ async fn check_expected_file(session: &PaimonSession, table: &str, file: &str) -
         .as_object()
         .map(|o| {
             o.iter()
-                .map(|(k, v)| {
-                    format!(
-                        "SET paimon.{k} = '{}'",
-                        v.as_str().expect("option value is a string")
-                    )
-                })
+                .map(|(k, v)| set(k, v.as_str().expect("option value is a string")))
                 .collect()
         })
         .unwrap_or_default();
+    (sets, sql)
+}
+
+/// Runs the query of one expected file and compares its result.
+async fn check_expected_file(
+    session: &PaimonSession,
+    table: &str,
+    file: &str,
+    variant: Variant,
+) -> Result<(), String> {
+    let path = fixture_root().join(file);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{file}: cannot read: {e}"))?;
+    let expected: Value = serde_json::from_str(&text).map_err(|e| format!("{file}: cannot parse: {e}"))?;
+    let (sets, sql) = statements(table, &expected, variant);
     let context = if sets.is_empty() {
         sql.clone()
     } else {

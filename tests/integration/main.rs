@@ -2,6 +2,7 @@
 //!
 //! * [`fixtures`]: every `batch` expected result of the pypaimon 2.1.0 fixture corpus, compared
 //!   value by value (JSON encoding of `tests/fixtures/README.md`) with what we read.
+//! * [`incremental`]: incremental reads between tags and over expired snapshots.
 //! * [`errors`]: damaged tables (missing or corrupt snapshot, manifest, data and schema files) fail
 //!   with an error naming the file, never with a panic, on both `LocalFileSystem` and `InMemory`.
 
@@ -12,6 +13,7 @@ mod compaction;
 mod concurrent_commits;
 mod errors;
 mod fixtures;
+mod incremental;
 
 use std::path::{Path, PathBuf};
 

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use datafusion::common::{internal_err, Result};
 use datafusion::physical_expr::PhysicalExpr;
+use futures::{StreamExt, TryStreamExt};
 
 use super::{ChangeMode, DiffEnds, IncrementalRange};
 use crate::meta::{PartitionBucket, TableMeta};
@@ -86,6 +87,9 @@ impl ChangeSplit {
     }
 }
 
+/// How many snapshots (with their manifests) are read concurrently.
+const SNAPSHOT_READ_CONCURRENCY: usize = 8;
+
 /// The splits of an incremental read plus every schema their files were written with.
 pub(crate) struct IncrementalPlan {
     pub(crate) splits: Vec<ChangeSplit>,
@@ -117,13 +121,22 @@ fn counts(snapshot: &Snapshot, mode: ChangeMode) -> bool {
 
 async fn plan_raw(req: &IncrementalPlanRequest<'_>, mode: ChangeMode) -> Result<IncrementalPlan> {
     let ids = (req.range.start + 1)..=req.range.end;
-    let snapshots = futures::future::try_join_all(ids.map(|id| req.meta.snapshot(id))).await?;
+    // Snapshots and their manifests are read a few at a time, results in commit order.
+    let per_snapshot: Vec<(Snapshot, Vec<ManifestEntry>)> = futures::stream::iter(ids)
+        .map(|id| async move {
+            let snapshot = req.meta.snapshot(id).await?;
+            let entries = match (counts(&snapshot, mode), mode) {
+                (false, _) => vec![],
+                (true, ChangeMode::Delta) => req.meta.delta_entries(&snapshot).await?,
+                (true, _) => req.meta.changelog_entries(&snapshot).await?,
+            };
+            Ok::<_, crate::Error>((snapshot, entries))
+        })
+        .buffered(SNAPSHOT_READ_CONCURRENCY)
+        .try_collect()
+        .await?;
     let mut groups: BTreeMap<PartitionBucket, Vec<ManifestEntry>> = BTreeMap::new();
-    for snapshot in snapshots.iter().filter(|s| counts(s, mode)) {
-        let entries = match mode {
-            ChangeMode::Delta => req.meta.delta_entries(snapshot).await?,
-            _ => req.meta.changelog_entries(snapshot).await?,
-        };
+    for (snapshot, entries) in per_snapshot {
         for e in entries {
             if e.kind != FileKind::Add {
                 let file = req.meta.io().display(&paths::snapshot_file(snapshot.id));
@@ -259,4 +272,50 @@ fn same_files(a: &[Vec<Vec<SplitFile>>], b: &[Vec<Vec<SplitFile>>]) -> bool {
         n
     }
     names(a) == names(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshot(kind: &str) -> Snapshot {
+        Snapshot {
+            version: Some(3),
+            id: 1,
+            schema_id: 0,
+            base_manifest_list: String::new(),
+            delta_manifest_list: String::new(),
+            changelog_manifest_list: None,
+            index_manifest: None,
+            commit_user: String::new(),
+            commit_identifier: 0,
+            commit_kind: kind.to_string(),
+            time_millis: 0,
+            total_record_count: None,
+            delta_record_count: None,
+            changelog_record_count: None,
+            watermark: None,
+            statistics: None,
+            next_row_id: None,
+            operation: None,
+            writer_version: None,
+        }
+    }
+
+    /// semantics.md §7.2: delta reads APPEND snapshots only; changelog APPEND and COMPACT
+    /// (lookup and full-compaction changelogs are committed with COMPACT snapshots, §5.6).
+    #[test]
+    fn which_snapshots_count() {
+        let kinds = ["APPEND", "COMPACT", "OVERWRITE", "ANALYZE"];
+        let delta: Vec<bool> = kinds
+            .iter()
+            .map(|k| counts(&snapshot(k), ChangeMode::Delta))
+            .collect();
+        assert_eq!(delta, [true, false, false, false]);
+        let changelog: Vec<bool> = kinds
+            .iter()
+            .map(|k| counts(&snapshot(k), ChangeMode::Changelog))
+            .collect();
+        assert_eq!(changelog, [true, true, false, true]);
+    }
 }

@@ -30,8 +30,10 @@ pub(super) fn changes_partition_stream(
     let output_schema = Arc::clone(&ctx.output_schema);
     let per_split = futures::stream::iter(splits)
         .map(move |split| {
+            // Only raw change rows pair a -U with its +U; a diff is a state, like a batch read.
+            let pack = view == ReadView::Binlog && matches!(split.files, ChangeFiles::Raw(_));
             let changes = split_changes(&ctx, split, batch_size, &metrics)?;
-            Ok::<_, datafusion::common::DataFusionError>(apply_view(&ctx, view, changes))
+            Ok::<_, datafusion::common::DataFusionError>(apply_view(&ctx, view, pack, changes))
         })
         .try_flatten()
         .try_filter(|b| futures::future::ready(b.num_rows() > 0));
@@ -82,26 +84,26 @@ fn state_stream(
     )))
 }
 
-/// Turns the changes of one split into output batches.
+/// Turns the changes of one split into output batches: the table drops retractions, `$binlog`
+/// packs updates when `pack`, and every row is projected (and, for `$binlog`, made arrays).
 fn apply_view(
     ctx: &Arc<ScanContext>,
     view: ReadView,
+    pack: bool,
     changes: SendableRecordBatchStream,
 ) -> futures::stream::BoxStream<'static, Result<RecordBatch>> {
-    match view {
-        ReadView::Table | ReadView::AuditLog => {
-            let changes = if view == ReadView::Table && ctx.layout.with_system_columns {
-                drop_retracts_stream(changes, ctx.layout.kind_index())
-            } else {
-                changes
-            };
-            let ctx = Arc::clone(ctx);
-            changes
-                .and_then(move |b| futures::future::ready(shape_output(&ctx, &b)))
-                .boxed()
-        }
-        ReadView::Binlog => packed(ctx, changes),
+    if pack {
+        return packed(ctx, changes);
     }
+    let changes = if view == ReadView::Table && ctx.layout.with_system_columns {
+        drop_retracts_stream(changes, ctx.layout.kind_index())
+    } else {
+        changes
+    };
+    let ctx = Arc::clone(ctx);
+    changes
+        .and_then(move |b| futures::future::ready(shape_output(&ctx, &b)))
+        .boxed()
 }
 
 /// `$binlog` rows of one split: `-U`/`+U` pairs packed, a trailing `-U` flushed at the end.
