@@ -69,7 +69,10 @@ impl Compaction<'_> {
         if settings.write_only || written.is_empty() || !self.schema.has_primary_key() {
             return Ok(None);
         }
-        let strategy = if self.full_compaction_due(&settings).await? {
+        // Deletion-vector tables are read by Java without merging levels (semantics.md §10).
+        // This writer maintains no deletion vectors, so it keeps each written bucket a single
+        // top-level run instead, which every reader reads correctly.
+        let strategy = if settings.deletion_vectors || self.full_compaction_due(&settings).await? {
             Strategy::Full
         } else {
             Strategy::AfterWrite

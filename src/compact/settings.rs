@@ -26,6 +26,8 @@ pub(crate) struct CompactSettings {
     pub engine: MergeEngine,
     /// Lookup compaction (§5.4): producer lookup, first-row, deletion vectors, `force-lookup`.
     pub lookup: bool,
+    /// `deletion-vectors.enabled`.
+    pub deletion_vectors: bool,
     /// `write-only`: writers never compact.
     pub write_only: bool,
     /// `full-compaction.delta-commits`.
@@ -60,6 +62,7 @@ impl CompactSettings {
                 || options.merge_engine == MergeEngine::FirstRow
                 || options.deletion_vectors
                 || flag(o, "force-lookup"),
+            deletion_vectors: options.deletion_vectors,
             write_only: flag(o, "write-only"),
             delta_commits: int(o, "full-compaction.delta-commits")?,
             pick: PickOptions {
