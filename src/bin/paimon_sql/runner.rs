@@ -5,6 +5,7 @@ use std::error::Error as _;
 
 use datafusion::common::{exec_datafusion_err, DataFusionError, Result};
 use datafusion_cli::exec::exec_from_commands;
+use datafusion_cli::print_format::PrintFormat;
 use datafusion_cli::print_options::PrintOptions;
 use datafusion_paimon::sql::{parse_session_statement, SessionStatement};
 use datafusion_paimon::PaimonSession;
@@ -48,8 +49,13 @@ impl Runner {
             } else {
                 let rows = batches.iter().map(|b| b.num_rows()).sum();
                 let format = self.session.context().state().config().options().format.clone();
-                self.print_options
-                    .print_batches(schema, &batches, start, rows, &format)?;
+                // datafusion-cli prints bounded results of `automatic` as a table; ours are
+                // always bounded
+                let mut print_options = self.print_options.clone();
+                if matches!(print_options.format, PrintFormat::Automatic) {
+                    print_options.format = PrintFormat::Table;
+                }
+                print_options.print_batches(schema, &batches, start, rows, &format)?;
             }
             return Ok(());
         }
