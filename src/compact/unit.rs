@@ -25,7 +25,7 @@ use crate::io::{write_data_file, DataFileRows};
 use crate::merge::{is_retract, MergeEngineSpec};
 use crate::meta::{PartitionBucket, TableMeta};
 use crate::scan::{read_file, FileToRead, ReadLayout};
-use crate::spec::{row_kind, FileKind, ManifestEntry, MergeEngine, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
+use crate::spec::{row_kind, FileKind, ManifestEntry, MergeEngine, TableSchema};
 
 /// `file_source` of files written by compaction.
 const FILE_SOURCE_COMPACT: i32 = 1;
@@ -107,17 +107,9 @@ impl BucketCompaction<'_> {
         Arc::new(ReadLayout::new(self.schema.fields.clone(), true))
     }
 
-    fn engine(&self, layout: &ReadLayout) -> Result<MergeEngineSpec> {
-        let mut names: Vec<String> = self.schema.fields.iter().map(|f| f.name.clone()).collect();
-        names.push(SEQUENCE_NUMBER.to_string());
-        names.push(VALUE_KIND.to_string());
-        MergeEngineSpec::new(
-            self.table,
-            self.schema,
-            &names,
-            layout.seq_index(),
-            layout.kind_index(),
-        )
+    fn engine(&self) -> Result<MergeEngineSpec> {
+        let columns = self.schema.fields.iter().map(|f| f.name.as_str());
+        MergeEngineSpec::for_columns(self.table, self.schema, columns)
     }
 
     fn key_columns(&self) -> Result<Vec<usize>> {
@@ -258,7 +250,7 @@ impl BucketCompaction<'_> {
         write_data: bool,
     ) -> Result<UnitResult> {
         let layout = self.layout();
-        let engine = self.engine(&layout)?;
+        let engine = self.engine()?;
         let key_columns = self.key_columns()?;
         let (seq_column, kind_column) = (layout.seq_index(), layout.kind_index());
         let records = self.read_all(unit, &layout).await?;

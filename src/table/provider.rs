@@ -25,7 +25,7 @@ use crate::scan::{
     list_type, plan_scan, PaimonIncrementalScanExec, PaimonScanExec, PlanRequest, ReadLayout, ReadView,
     ScanContext,
 };
-use crate::spec::{MergeEngine, Snapshot, TableOptions, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
+use crate::spec::{MergeEngine, Snapshot, TableOptions, TableSchema};
 use crate::write::{PaimonSink, WriteKind};
 
 /// A table (or its `$audit_log` / `$binlog` view) pinned to one snapshot, or reading the
@@ -549,16 +549,8 @@ impl PaimonTable {
         if !self.schema.has_primary_key() {
             return Ok(None);
         }
-        let mut names: Vec<String> = layout.fields.iter().map(|f| f.name.clone()).collect();
-        names.push(SEQUENCE_NUMBER.to_string());
-        names.push(VALUE_KIND.to_string());
-        let spec = MergeEngineSpec::new(
-            &self.name,
-            &self.schema,
-            &names,
-            layout.seq_index(),
-            layout.kind_index(),
-        )?;
+        let columns = layout.fields.iter().map(|f| f.name.as_str());
+        let spec = MergeEngineSpec::for_columns(&self.name, &self.schema, columns)?;
         Ok(Some(Arc::new(spec)))
     }
 }

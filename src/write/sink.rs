@@ -34,10 +34,7 @@ use crate::io::write_data_file;
 use crate::merge::reduce::{GroupReducer, RetractPolicy};
 use crate::merge::MergeEngineSpec;
 use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};
-use crate::spec::{
-    paths, row_kind, BinaryRow, FileKind, ManifestEntry, TableOptions, TableSchema, SEQUENCE_NUMBER,
-    VALUE_KIND,
-};
+use crate::spec::{paths, row_kind, BinaryRow, FileKind, ManifestEntry, TableOptions, TableSchema};
 
 /// File name prefix of changelog files (data files start with `data`).
 const CHANGELOG_PREFIX: &str = "changelog";
@@ -126,11 +123,8 @@ impl PaimonSink {
                 .collect::<Vec<_>>(),
         ));
         let engine = if schema.has_primary_key() {
-            let mut names: Vec<String> = schema.fields.iter().map(|f| f.name.clone()).collect();
-            names.push(SEQUENCE_NUMBER.to_string());
-            names.push(VALUE_KIND.to_string());
-            let n = schema.fields.len();
-            Some(MergeEngineSpec::new(&table, &schema, &names, n, n + 1)?)
+            let columns = schema.fields.iter().map(|f| f.name.as_str());
+            Some(MergeEngineSpec::for_columns(&table, &schema, columns)?)
         } else {
             None
         };

@@ -14,7 +14,7 @@ use super::pick::PickReducer;
 use super::select::Select;
 use super::{ColumnFold, GroupReducer};
 use crate::merge::aggregate::{create_aggregator, FieldAggOptions, FieldAggregator};
-use crate::spec::{MergeEngine, TableOptions, TableSchema};
+use crate::spec::{MergeEngine, TableOptions, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
 
 /// How the k-way merge decides a key with several records.
 #[derive(Debug, Clone)]
@@ -91,6 +91,20 @@ const IGNORE_DELETE_KEYS: &[&str] = &[
 ];
 
 impl MergeEngineSpec {
+    /// The engine for the layout every merge uses: the table columns `columns`, then
+    /// `_SEQUENCE_NUMBER` and `_VALUE_KIND`.
+    pub(crate) fn for_columns<'a>(
+        table: &str,
+        schema: &TableSchema,
+        columns: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self> {
+        let mut names: Vec<String> = columns.into_iter().map(str::to_string).collect();
+        let n = names.len();
+        names.push(SEQUENCE_NUMBER.to_string());
+        names.push(VALUE_KIND.to_string());
+        Self::new(table, schema, &names, n, n + 1)
+    }
+
     /// Resolves the engine of `schema` for a layout whose columns are `names` (table columns,
     /// then `_SEQUENCE_NUMBER` and `_VALUE_KIND` at `seq_column` / `kind_column`). Value-merging
     /// engines need every table column in the layout.
