@@ -5,7 +5,7 @@ use arrow::array::RecordBatch;
 use datafusion::common::Result;
 
 use super::order::{merge_order, SequenceFields};
-use super::{fold_columns, kinds_of, with_seq_and_kind, ColumnFold, GroupReducer, ReducedGroups};
+use super::{assemble, kinds_of, ColumnFold, Folded, GroupReducer, ReducedGroups};
 use crate::merge::aggregate::Step;
 use crate::merge::engine::{is_retract, KIND_DELETE, KIND_INSERT};
 
@@ -65,19 +65,20 @@ impl GroupReducer for AggregationReducer {
             let removing = self.remove_record_on_delete && kinds[last as usize] == KIND_DELETE;
             result_kinds.push(if removing { KIND_DELETE } else { KIND_INSERT });
         }
-        let mut columns = fold_columns(input, &self.folds, &order, offsets, &steps, &newest, |c| {
-            self.names[c].clone()
-        })?;
-        with_seq_and_kind(
-            &mut columns,
+        let batch = assemble(
             input,
-            self.seq_column,
-            self.kind_column,
+            Folded {
+                folds: &self.folds,
+                names: &self.names,
+                order: &order,
+                offsets,
+                steps: &steps,
+            },
+            (self.seq_column, self.kind_column),
             &newest,
             result_kinds,
         )?;
         let present = vec![true; newest.len()];
-        let batch = RecordBatch::try_new(input.schema(), columns)?;
         Ok(ReducedGroups { batch, present })
     }
 }

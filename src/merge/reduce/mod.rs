@@ -189,3 +189,35 @@ pub(super) fn fold_columns(
         })
         .collect()
 }
+
+/// What value-merging engines fold: per column its [`ColumnFold`] and the step of every
+/// position of `order` (groups delimited by `offsets`).
+pub(super) struct Folded<'a> {
+    pub folds: &'a [ColumnFold],
+    pub names: &'a [String],
+    pub order: &'a [u32],
+    pub offsets: &'a [usize],
+    pub steps: &'a [Vec<crate::merge::aggregate::Step>],
+}
+
+/// The result batch of a value-merging engine: every column folded, then the sequence number
+/// of each group's newest record and the engine's row kinds.
+pub(super) fn assemble(
+    input: &RecordBatch,
+    folded: Folded<'_>,
+    (seq_column, kind_column): (usize, usize),
+    newest: &[u32],
+    kinds: Vec<i8>,
+) -> Result<RecordBatch> {
+    let mut columns = fold_columns(
+        input,
+        folded.folds,
+        folded.order,
+        folded.offsets,
+        folded.steps,
+        newest,
+        |c| folded.names[c].clone(),
+    )?;
+    with_seq_and_kind(&mut columns, input, seq_column, kind_column, newest, kinds)?;
+    Ok(RecordBatch::try_new(input.schema(), columns)?)
+}

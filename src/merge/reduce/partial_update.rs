@@ -8,7 +8,7 @@ use arrow::row::{RowConverter, Rows, SortField};
 use datafusion::common::{exec_datafusion_err, DataFusionError, Result};
 
 use super::order::{merge_order, SequenceFields};
-use super::{fold_columns, kinds_of, with_seq_and_kind, ColumnFold, GroupReducer, ReducedGroups};
+use super::{assemble, kinds_of, ColumnFold, Folded, GroupReducer, ReducedGroups};
 use crate::merge::aggregate::Step;
 use crate::merge::engine::{is_retract, KIND_DELETE, KIND_INSERT};
 
@@ -224,18 +224,19 @@ impl GroupReducer for PartialUpdateReducer {
                 KIND_INSERT
             });
         }
-        let mut columns = fold_columns(input, &self.folds, &order, offsets, &steps, &newest, |c| {
-            self.names[c].clone()
-        })?;
-        with_seq_and_kind(
-            &mut columns,
+        let batch = assemble(
             input,
-            self.seq_column,
-            self.kind_column,
+            Folded {
+                folds: &self.folds,
+                names: &self.names,
+                order: &order,
+                offsets,
+                steps: &steps,
+            },
+            (self.seq_column, self.kind_column),
             &newest,
             result_kinds,
         )?;
-        let batch = RecordBatch::try_new(input.schema(), columns)?;
         Ok(ReducedGroups { batch, present })
     }
 }
