@@ -20,8 +20,11 @@
 //! * [`sql`]: session set-up (`SET paimon.*` options, default catalog, the table function
 //!   `paimon_incremental_query`).
 
+pub(crate) mod bitmap;
 pub mod catalog;
 pub(crate) mod compact;
+pub(crate) mod deletion_vector;
+pub(crate) mod dynamic_bucket;
 pub mod error;
 pub(crate) mod io;
 pub(crate) mod merge;

@@ -109,6 +109,8 @@ impl Compaction<'_> {
         let settings = CompactSettings::new(self.schema)?;
         let options = TableOptions::parse(&self.schema.options)?;
         let live = self.meta.live_files(&latest, |_| true).await?;
+        // Files written with deletion vectors (by Java Paimon) are read without their deleted rows.
+        let deletion_vectors = self.meta.deletion_vectors(&latest).await?;
         let mut result = UnitResult::default();
         for (group, entries) in &live.groups {
             if entries.is_empty() || !self.in_scope(scope, group, &options)? {
@@ -143,6 +145,7 @@ impl Compaction<'_> {
                     group.1,
                 ),
                 files: entries,
+                deletion_vectors: &deletion_vectors,
                 batch_size: self.batch_size,
             };
             let unit = bucket.run(&runs, pick).await?;
@@ -161,6 +164,7 @@ impl Compaction<'_> {
             .map(|e| self.file_path(e, &options))
             .collect::<Result<_>>()?;
         let request = CommitRequest {
+            index_added: vec![],
             added: result.after,
             overwrite: OverwriteScope::None,
             partition_types: self.schema.partition_types(),

@@ -21,6 +21,7 @@ use futures::TryStreamExt;
 use super::levels::{Pick, Run};
 use super::lookup::{self, LookupFile};
 use super::settings::{CompactSettings, Producer};
+use crate::deletion_vector::DeletionVectorIndex;
 use crate::io::{write_data_file, DataFileRows};
 use crate::merge::{is_retract, MergeEngineSpec};
 use crate::meta::{PartitionBucket, TableMeta};
@@ -60,6 +61,8 @@ pub(crate) struct BucketCompaction<'a> {
     pub dir: String,
     /// Every live file of the bucket.
     pub files: &'a [ManifestEntry],
+    /// Deletion vectors of the snapshot being compacted.
+    pub deletion_vectors: &'a DeletionVectorIndex,
     pub batch_size: usize,
 }
 
@@ -148,6 +151,7 @@ impl BucketCompaction<'_> {
                 path,
                 size: file.file_size as u64,
                 need_sequence: true,
+                deletion: self.deletion_vectors.get(&file.file_name).cloned(),
             },
             file_schema,
             Arc::clone(layout),

@@ -9,9 +9,10 @@ use datafusion::common::ScalarValue;
 
 use super::TableMeta;
 use crate::error::{Error, Result};
-use crate::spec::manifest_write::{MANIFEST_LIST_SCHEMA, MANIFEST_SCHEMA};
+use crate::spec::manifest_write::{INDEX_MANIFEST_SCHEMA, MANIFEST_LIST_SCHEMA, MANIFEST_SCHEMA};
 use crate::spec::{
-    paths, BinaryRow, DataType, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats, Snapshot,
+    paths, BinaryRow, DataType, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats,
+    Snapshot,
 };
 
 fn avro_bytes(
@@ -178,6 +179,9 @@ pub(crate) struct CommitRequest {
     /// Changelog files produced with this commit (input, lookup or full-compaction producer),
     /// listed in the snapshot's changelog manifest list.
     pub(crate) changelog: Vec<ManifestEntry>,
+    /// Index files written with this commit. Each replaces the previous file of its
+    /// (partition, bucket, index type) in the index manifest.
+    pub(crate) index_added: Vec<IndexManifestEntry>,
 }
 
 /// Bounded retries when another writer wins the race for the next snapshot id.
@@ -192,6 +196,7 @@ impl TableMeta {
     /// Paimon skips empty batch commits).
     pub(crate) async fn commit(&self, req: &CommitRequest) -> Result<Option<Snapshot>> {
         if req.added.is_empty()
+            && req.index_added.is_empty()
             && req.compacted.is_empty()
             && req.changelog.is_empty()
             && req.overwrite == OverwriteScope::None
@@ -249,19 +254,7 @@ impl TableMeta {
             if let Some(l) = &latest {
                 let live = self.live_files(l, |_| true).await?;
                 for e in live.entries() {
-                    let hit = match &req.overwrite {
-                        OverwriteScope::Table => true,
-                        OverwriteScope::Partitions(specs) => {
-                            let values = BinaryRow::decode(&e.partition, &req.partition_types)?.values;
-                            specs.iter().any(|spec| {
-                                spec.iter()
-                                    .zip(&values)
-                                    .all(|(want, have)| want.as_ref().is_none_or(|w| w == have))
-                            })
-                        }
-                        OverwriteScope::None => false,
-                    };
-                    if hit {
+                    if self.overwritten(&req.overwrite, &e.partition, &req.partition_types)? {
                         delta.push(ManifestEntry {
                             kind: FileKind::Delete,
                             ..e.clone()
@@ -317,6 +310,7 @@ impl TableMeta {
             let rows: i64 = req.changelog.iter().map(|e| e.file.row_count).sum();
             Some((list, rows))
         };
+        let index_manifest = self.next_index_manifest(latest, req, written).await?;
         let added: i64 = delta
             .iter()
             .filter(|e| e.kind == FileKind::Add)
@@ -343,12 +337,81 @@ impl TableMeta {
             total: latest.and_then(|l| l.total_record_count).unwrap_or(0) + added - deleted,
             delta_count: added - deleted,
             watermark: latest.and_then(|l| l.watermark),
-            index_manifest: latest.and_then(|l| l.index_manifest.clone()),
+            index_manifest,
             changelog,
         }
         .build(req);
         self.publish_snapshot(&snapshot).await?;
         Ok(snapshot)
+    }
+}
+
+impl TableMeta {
+    /// The index manifest of the next snapshot: the previous one's entries, minus HASH entries
+    /// of overwritten partitions and entries replaced by `req.index_added`, plus those. The
+    /// previous name is reused when nothing changes (format.md §4.8).
+    async fn next_index_manifest(
+        &self,
+        latest: Option<&Snapshot>,
+        req: &CommitRequest,
+        written: &mut Vec<String>,
+    ) -> Result<Option<String>> {
+        let previous_name = latest.and_then(|l| l.index_manifest.clone());
+        let overwrites = req.overwrite != OverwriteScope::None;
+        if req.index_added.is_empty() && (!overwrites || previous_name.is_none()) {
+            return Ok(previous_name);
+        }
+        let previous = match &previous_name {
+            Some(name) => self.index_manifest(name).await?,
+            None => vec![],
+        };
+        let replaced = |e: &IndexManifestEntry| {
+            req.index_added
+                .iter()
+                .any(|n| n.index_type == e.index_type && n.partition == e.partition && n.bucket == e.bucket)
+        };
+        let mut entries = Vec::with_capacity(previous.len() + req.index_added.len());
+        for e in previous {
+            if e.kind != FileKind::Add || replaced(&e) {
+                continue;
+            }
+            if e.index_type == crate::dynamic_bucket::HASH_INDEX
+                && self.overwritten(&req.overwrite, &e.partition, &req.partition_types)?
+            {
+                continue;
+            }
+            entries.push(e);
+        }
+        entries.extend(req.index_added.iter().cloned());
+        if entries.is_empty() {
+            return Ok(None);
+        }
+        let name = format!("index-manifest-{}-0", uuid::Uuid::new_v4());
+        let file = paths::manifest_file(&name);
+        let bytes = avro_bytes(
+            &INDEX_MANIFEST_SCHEMA,
+            entries.iter().map(IndexManifestEntry::to_avro),
+            &file,
+        )?;
+        self.io.write(&file, bytes).await?;
+        written.push(name.clone());
+        Ok(Some(name))
+    }
+
+    /// Whether `partition` falls in an overwrite scope.
+    fn overwritten(&self, scope: &OverwriteScope, partition: &[u8], types: &[DataType]) -> Result<bool> {
+        Ok(match scope {
+            OverwriteScope::None => false,
+            OverwriteScope::Table => true,
+            OverwriteScope::Partitions(specs) => {
+                let values = BinaryRow::decode(partition, types)?.values;
+                specs.iter().any(|spec| {
+                    spec.iter()
+                        .zip(&values)
+                        .all(|(want, have)| want.as_ref().is_none_or(|w| w == have))
+                })
+            }
+        })
     }
 }
 

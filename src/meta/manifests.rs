@@ -7,6 +7,7 @@ use apache_avro::Reader;
 use futures::{StreamExt, TryStreamExt};
 
 use super::TableMeta;
+use crate::deletion_vector::DeletionVectorIndex;
 use crate::error::{Error, Result};
 use crate::spec::{paths, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, Snapshot};
 
@@ -60,6 +61,17 @@ impl TableMeta {
     pub(crate) async fn index_manifest(&self, name: &str) -> Result<Vec<IndexManifestEntry>> {
         self.read_avro(name, "index manifest", IndexManifestEntry::from_avro)
             .await
+    }
+
+    /// The deletion vectors of a snapshot (none without an index manifest).
+    pub(crate) async fn deletion_vectors(&self, snapshot: &Snapshot) -> Result<DeletionVectorIndex> {
+        match &snapshot.index_manifest {
+            Some(name) => Ok(DeletionVectorIndex::from_entries(
+                &self.io,
+                &self.index_manifest(name).await?,
+            )),
+            None => Ok(DeletionVectorIndex::default()),
+        }
     }
 
     /// Manifests of a snapshot's data files: base list then delta list.

@@ -14,6 +14,7 @@ use datafusion::common::{exec_datafusion_err, Result};
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::ObjectStore;
+use parquet::arrow::arrow_reader::RowSelection;
 #[allow(
     deprecated,
     reason = "ParquetObjectReader still serves object_store 0.13; revisit with arrow-rs #10308"
@@ -22,6 +23,7 @@ use parquet::arrow::async_reader::ParquetObjectReader;
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::arrow::ProjectionMask;
 
+use crate::deletion_vector::DvRef;
 use crate::spec::{DataField, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
 
 /// What to read from every file of a scan: value columns by field id, plus the system columns
@@ -73,6 +75,8 @@ pub(crate) struct FileToRead {
     /// Whether `_SEQUENCE_NUMBER` is needed. A run read without merging only needs the row
     /// kind, so its sequence column is not decoded (it reads as zeros).
     pub(crate) need_sequence: bool,
+    /// Rows to skip (deletion vector), by position in the file.
+    pub(crate) deletion: Option<DvRef>,
 }
 
 /// Where each output column comes from in one file.
@@ -90,6 +94,12 @@ pub(crate) async fn read_file(
     batch_size: usize,
 ) -> Result<impl futures::Stream<Item = Result<RecordBatch>> + Send> {
     let shown = file.path.to_string();
+    let deleted = match &file.deletion {
+        Some(dv) => Some(dv.load(&store).await.map_err(|e| {
+            exec_datafusion_err!("Failed to read the deletion vector of data file {shown}: {e}")
+        })?),
+        None => None,
+    };
     #[allow(deprecated, reason = "see the import")]
     let reader = ParquetObjectReader::new(store, file.path.clone()).with_file_size(file.size);
     let builder = ParquetRecordBatchStreamBuilder::new(reader)
@@ -136,6 +146,18 @@ pub(crate) async fn read_file(
         .filter_map(|n| file_arrow.index_of(n).ok())
         .collect();
     let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
+    let builder = match deleted.filter(|dv| !dv.is_empty()) {
+        Some(dv) => {
+            // Deleted rows are never decoded: the vector becomes the reader's row selection.
+            let rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
+            let kept = dv
+                .kept_ranges(rows)
+                .into_iter()
+                .map(|r| r.start as usize..r.end as usize);
+            builder.with_row_selection(RowSelection::from_consecutive_ranges(kept, rows as usize))
+        }
+        None => builder,
+    };
     let stream = builder
         .with_projection(mask)
         .with_batch_size(batch_size)

@@ -41,6 +41,13 @@ pub(crate) struct ScanPlan {
 /// Plans the splits of a batch scan of `req.snapshot`.
 pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
     let live = req.meta.live_files(req.snapshot, |_| true).await?;
+    // Deletion vectors apply to every table that has them, whatever its options say now: a
+    // deleted row must never come back (format.md §7.2).
+    let deletion_vectors = req.meta.deletion_vectors(req.snapshot).await?;
+    // Deletion-vector mode keeps at most one live row per key across levels ≥ 1, so those files
+    // are read one by one with their vectors, without merging (semantics.md §10).
+    let dv_no_merge =
+        req.schema.has_primary_key() && req.options.deletion_vectors && !req.options.dv_merge_on_read;
     let partition_types = req.schema.partition_types();
     let is_pk = req.schema.has_primary_key();
     let pruning = pruning_predicate(req.schema, req.predicate.as_ref());
@@ -56,7 +63,9 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
         }
         let partition = BinaryRow::decode(partition_bytes, &partition_types)?.values;
         let mut files: Vec<&ManifestEntry> = entries.iter().collect();
-        if is_pk && (req.options.merge_engine == MergeEngine::FirstRow || req.options.deletion_vectors) {
+        let skip_level0 = req.options.merge_engine == MergeEngine::FirstRow
+            || (req.options.deletion_vectors && !req.options.dv_merge_on_read);
+        if is_pk && skip_level0 {
             // Batch reads of first-row and deletion-vector tables skip level 0 (Java
             // batchScanSkipLevel0): those rows become visible after compaction.
             files.retain(|e| e.file.level > 0);
@@ -77,14 +86,18 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
         );
         let split_files = files
             .iter()
-            .map(|e| SplitFile::new(&e.file, req.schema, &file_schemas))
+            .map(|e| {
+                let mut file = SplitFile::new(&e.file, req.schema, &file_schemas)?;
+                file.deletion = deletion_vectors.get(&e.file.file_name).cloned();
+                Ok(file)
+            })
             .collect::<Result<Vec<_>>>()?;
-        let sections = if is_pk && lookup_read(req.schema, req.options) {
-            level_runs(split_files)
-        } else if is_pk {
-            build_sections(split_files)
-        } else {
+        let sections = if dv_no_merge || !is_pk {
             split_files.into_iter().map(|f| vec![vec![f]]).collect()
+        } else if lookup_read(req.schema, req.options) {
+            level_runs(split_files)
+        } else {
+            build_sections(split_files)
         };
         let dir = paths::bucket_path(
             req.options.data_file_path_directory.as_deref(),

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use datafusion::common::{Result, ScalarValue};
 
+use crate::deletion_vector::DvRef;
 use crate::spec::{BinaryRow, DataFileMeta, DataType, TableSchema};
 
 /// One data file of a split with its decoded key range.
@@ -25,6 +26,8 @@ pub(crate) struct SplitFile {
     pub(crate) level: i32,
     /// Largest `_SEQUENCE_NUMBER` in the file.
     pub(crate) max_sequence_number: i64,
+    /// Rows of the file deleted by a deletion vector.
+    pub(crate) deletion: Option<DvRef>,
 }
 
 impl SplitFile {
@@ -60,6 +63,7 @@ impl SplitFile {
             external_path: file.external_path.clone(),
             level: file.level,
             max_sequence_number: file.max_sequence_number,
+            deletion: None,
         })
     }
 }
@@ -179,6 +183,7 @@ mod tests {
 
     fn file(name: &str, min: i32, max: i32) -> SplitFile {
         SplitFile {
+            deletion: None,
             file_name: name.into(),
             file_size: 1,
             schema_id: 0,

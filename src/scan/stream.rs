@@ -99,6 +99,7 @@ pub(crate) fn run_stream(
                     path,
                     size: f.file_size,
                     need_sequence,
+                    deletion: f.deletion.clone(),
                 };
                 read_file(
                     Arc::clone(ctx.table_io.store()),

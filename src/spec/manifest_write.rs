@@ -6,7 +6,9 @@ use std::sync::LazyLock;
 use apache_avro::types::Value;
 use apache_avro::Schema;
 
-use super::manifest::{DataFileMeta, FileKind, ManifestEntry, ManifestFileMeta, SimpleStats};
+use super::manifest::{
+    DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats,
+};
 
 const STATS_FIELDS: &str = r#"[{"name":"_MIN_VALUES","type":"bytes"},{"name":"_MAX_VALUES","type":"bytes"},
  {"name":"_NULL_COUNTS","type":["null",{"type":"array","items":["null","long"]}],"default":null}]"#;
@@ -167,6 +169,77 @@ impl ManifestEntry {
             ("_BUCKET", Value::Int(self.bucket)),
             ("_TOTAL_BUCKETS", Value::Int(self.total_buckets)),
             ("_FILE", self.file.to_avro()),
+        ])
+    }
+}
+
+/// Writer schema of an index manifest (format.md §4.8).
+pub static INDEX_MANIFEST_SCHEMA: LazyLock<Schema> = LazyLock::new(|| {
+    let json = r#"{"type":"record","name":"record","namespace":"org.apache.paimon.avro.generated","fields":[
+ {"name":"_VERSION","type":"int"},
+ {"name":"_KIND","type":"int"},
+ {"name":"_PARTITION","type":"bytes"},
+ {"name":"_BUCKET","type":"int"},
+ {"name":"_INDEX_TYPE","type":"string"},
+ {"name":"_FILE_NAME","type":"string"},
+ {"name":"_FILE_SIZE","type":"long"},
+ {"name":"_ROW_COUNT","type":"long"},
+ {"name":"_DELETIONS_VECTORS_RANGES","type":["null",{"type":"array","items":["null",
+   {"type":"record","name":"record__DELETIONS_VECTORS_RANGES","fields":[
+     {"name":"f0","type":"string"},{"name":"f1","type":"int"},{"name":"f2","type":"int"},
+     {"name":"_CARDINALITY","type":["null","long"],"default":null}]}]}],"default":null},
+ {"name":"_EXTERNAL_PATH","type":["null","string"],"default":null},
+ {"name":"_GLOBAL_INDEX","type":["null",{"type":"record","name":"record__GLOBAL_INDEX","fields":[
+   {"name":"_ROW_RANGE_START","type":"long"},{"name":"_ROW_RANGE_END","type":"long"},
+   {"name":"_INDEX_FIELD_ID","type":"int"},
+   {"name":"_EXTRA_FIELD_IDS","type":["null",{"type":"array","items":"int"}],"default":null},
+   {"name":"_INDEX_META","type":["null","bytes"],"default":null},
+   {"name":"_SOURCE_META","type":["null","bytes"],"default":null}]}],"default":null}]}"#;
+    Schema::parse_str(json).expect("the index manifest schema is valid Avro")
+});
+
+impl IndexManifestEntry {
+    /// The Avro record of this index-manifest entry (no global-index metadata).
+    pub fn to_avro(&self) -> Value {
+        let kind = match self.kind {
+            FileKind::Add => 0,
+            FileKind::Delete => 1,
+        };
+        record(vec![
+            ("_VERSION", Value::Int(1)),
+            ("_KIND", Value::Int(kind)),
+            ("_PARTITION", Value::Bytes(self.partition.clone())),
+            ("_BUCKET", Value::Int(self.bucket)),
+            ("_INDEX_TYPE", Value::String(self.index_type.clone())),
+            ("_FILE_NAME", Value::String(self.file_name.clone())),
+            ("_FILE_SIZE", Value::Long(self.file_size)),
+            ("_ROW_COUNT", Value::Long(self.row_count)),
+            (
+                "_DELETIONS_VECTORS_RANGES",
+                union(self.dv_ranges.as_ref(), |ranges| {
+                    Value::Array(
+                        ranges
+                            .iter()
+                            .map(|r| {
+                                Value::Union(
+                                    1,
+                                    Box::new(record(vec![
+                                        ("f0", Value::String(r.data_file.clone())),
+                                        ("f1", Value::Int(r.offset)),
+                                        ("f2", Value::Int(r.length)),
+                                        ("_CARDINALITY", union(r.cardinality, Value::Long)),
+                                    ])),
+                                )
+                            })
+                            .collect(),
+                    )
+                }),
+            ),
+            (
+                "_EXTERNAL_PATH",
+                union(self.external_path.as_ref(), |p| Value::String(p.clone())),
+            ),
+            ("_GLOBAL_INDEX", union(None::<()>, |_| Value::Null)),
         ])
     }
 }

@@ -115,6 +115,9 @@ pub struct TableOptions {
     pub file_format: String,
     /// Deletion-vectors mode.
     pub deletion_vectors: bool,
+    /// `deletion-vectors.merge-on-read`: batch reads of a deletion-vector table also merge
+    /// level 0 instead of skipping it.
+    pub dv_merge_on_read: bool,
     /// Extra directory between table root and partition path.
     pub data_file_path_directory: Option<String>,
     /// User sequence fields.
@@ -164,6 +167,7 @@ impl TableOptions {
                 .unwrap_or_else(|| DEFAULT_PARTITION_NAME.into()),
             file_format: get(FILE_FORMAT).unwrap_or_else(|| "parquet".into()),
             deletion_vectors: bool_opt(DELETION_VECTORS_ENABLED)?,
+            dv_merge_on_read: bool_opt("deletion-vectors.merge-on-read")?,
             data_file_path_directory: get(DATA_FILE_PATH_DIRECTORY).filter(|s| !s.is_empty()),
             sequence_fields: get(SEQUENCE_FIELD)
                 .map(|s| {

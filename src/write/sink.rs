@@ -27,9 +27,10 @@ use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::{StreamExt, TryStreamExt};
 
-use super::bucket::fixed_bucket;
+use super::bucket::{fixed_bucket, hash_binary_row};
 use super::buffer::BucketBuffer;
 use crate::compact::Compaction;
+use crate::dynamic_bucket::{AssignOptions, BucketAssigner};
 use crate::io::write_data_file;
 use crate::merge::reduce::{GroupReducer, RetractPolicy};
 use crate::merge::MergeEngineSpec;
@@ -98,8 +99,18 @@ struct RowRouting {
     key_columns: Vec<usize>,
     partition_columns: Vec<usize>,
     bucket_columns: Vec<usize>,
-    /// Fixed bucket count, or None for bucket 0 (unaware append tables).
-    buckets: Option<i32>,
+    buckets: BucketMode,
+}
+
+/// How rows find their bucket.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum BucketMode {
+    /// `bucket = N`: hash of the bucket key modulo N.
+    Fixed(i32),
+    /// Bucket-unaware append tables: always bucket 0.
+    Unaware,
+    /// `bucket = -1` primary-key tables: the HASH index decides (`dynamic_bucket`).
+    Dynamic,
 }
 
 /// Default `write-buffer-size` of Paimon (256 MiB): flush the largest buffer beyond it even
@@ -187,13 +198,32 @@ impl PaimonSink {
                 if bucket_key.is_empty() {
                     return exec_err!("Table {} has 'bucket' = '{n}' but no 'bucket-key': a bucketed append table needs one", self.table);
                 }
-                Some(n)
+                BucketMode::Fixed(n)
             }
-            (false, -1) => None,
-            (true, -1) => return exec_err!("Writing to dynamic-bucket table {} ('bucket' = '-1') is not supported yet; set a fixed 'bucket'", self.table),
-            (_, other) => return exec_err!("Writing to table {} with 'bucket' = '{other}' is not supported", self.table),
+            (false, -1) => BucketMode::Unaware,
+            (true, -1) => {
+                if !self.cross_partition_keys().is_empty() {
+                    return exec_err!(
+                        "Writing to dynamic-bucket table {} is not supported: its primary key does not contain partition key(s) {} (cross-partition upsert); include them in the primary key or set a fixed 'bucket'",
+                        self.table,
+                        self.cross_partition_keys().join(", ")
+                    );
+                }
+                BucketMode::Dynamic
+            }
+            (_, other) => {
+                return exec_err!(
+                    "Writing to table {} with 'bucket' = '{other}' is not supported",
+                    self.table
+                )
+            }
         };
-        let bucket_columns = bucket_key.iter().map(|k| index(k)).collect::<Result<Vec<_>>>()?;
+        let bucket_columns = if buckets == BucketMode::Dynamic {
+            // The HASH index hashes the trimmed primary key, whatever 'bucket-key' says.
+            key_columns.clone()
+        } else {
+            bucket_key.iter().map(|k| index(k)).collect::<Result<Vec<_>>>()?
+        };
         Ok(RowRouting {
             key_columns,
             partition_columns,
@@ -315,8 +345,24 @@ impl PaimonSink {
                 .is_none_or(|v| !v.trim().eq_ignore_ascii_case("false"))
     }
 
-    /// Serialized partition and bucket of every row.
-    fn route(&self, routing: &RowRouting, batch: &RecordBatch) -> Result<Vec<PartitionBucket>> {
+    /// Partition keys that are not part of the primary key (Paimon's cross-partition upsert).
+    fn cross_partition_keys(&self) -> Vec<String> {
+        self.schema
+            .partition_keys
+            .iter()
+            .filter(|p| !self.schema.primary_keys.contains(p))
+            .cloned()
+            .collect()
+    }
+
+    /// Serialized partition and bucket of every row. Dynamic buckets are assigned by
+    /// `assigner`, which loads the index of each partition the batch touches.
+    async fn route(
+        &self,
+        routing: &RowRouting,
+        batch: &RecordBatch,
+        assigner: Option<&mut BucketAssigner>,
+    ) -> Result<Vec<PartitionBucket>> {
         let row_bytes = |columns: &[usize], row: usize| -> Result<Vec<u8>> {
             let values = columns
                 .iter()
@@ -325,20 +371,37 @@ impl PaimonSink {
             Ok(BinaryRow::encode(&values)?)
         };
         let unpartitioned = BinaryRow::encode(&[])?;
-        (0..batch.num_rows())
+        let partitions = (0..batch.num_rows())
             .map(|row| {
-                let partition = if routing.partition_columns.is_empty() {
-                    unpartitioned.clone()
+                if routing.partition_columns.is_empty() {
+                    Ok(unpartitioned.clone())
                 } else {
-                    row_bytes(&routing.partition_columns, row)?
-                };
-                let bucket = match routing.buckets {
-                    Some(n) => fixed_bucket(&row_bytes(&routing.bucket_columns, row)?, n),
-                    None => 0,
-                };
-                Ok((partition, bucket))
+                    row_bytes(&routing.partition_columns, row)
+                }
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        let mut buckets = Vec::with_capacity(partitions.len());
+        match (routing.buckets, assigner) {
+            (BucketMode::Fixed(n), _) => {
+                for row in 0..batch.num_rows() {
+                    buckets.push(fixed_bucket(&row_bytes(&routing.bucket_columns, row)?, n));
+                }
+            }
+            (BucketMode::Unaware, _) => buckets.resize(partitions.len(), 0),
+            (BucketMode::Dynamic, Some(assigner)) => {
+                for partition in partitions.iter().collect::<BTreeSet<_>>() {
+                    assigner.load(&self.meta, partition).await?;
+                }
+                for (row, partition) in partitions.iter().enumerate() {
+                    let key = row_bytes(&routing.bucket_columns, row)?;
+                    buckets.push(assigner.assign(partition, hash_binary_row(&key[4..]))?);
+                }
+            }
+            (BucketMode::Dynamic, None) => {
+                return exec_err!("Table {} has dynamic buckets but no bucket assigner", self.table)
+            }
+        }
+        Ok(partitions.into_iter().zip(buckets).collect())
     }
 
     /// Next sequence number of every bucket that already holds files.
@@ -464,6 +527,15 @@ impl DataSink for PaimonSink {
         } else {
             HashMap::new()
         };
+        let mut assigner = match routing.buckets {
+            BucketMode::Dynamic => {
+                let options = AssignOptions::parse(&self.table, &self.schema.options)?;
+                let latest = self.meta.latest_snapshot().await?;
+                let fresh = matches!(self.kind, WriteKind::Overwrite(_));
+                Some(BucketAssigner::open(&self.meta, latest.as_ref(), options, fresh).await?)
+            }
+            _ => None,
+        };
         let mut buffers: HashMap<PartitionBucket, BucketBuffer> = HashMap::new();
         let reservation =
             MemoryConsumer::new(format!("PaimonSink[{}]", self.table)).register(context.memory_pool());
@@ -492,7 +564,7 @@ impl DataSink for PaimonSink {
             if batch.num_rows() == 0 {
                 continue;
             }
-            let targets = self.route(&routing, &batch)?;
+            let targets = self.route(&routing, &batch, assigner.as_mut()).await?;
             let mut groups: HashMap<&PartitionBucket, Vec<u32>> = HashMap::new();
             for (row, target) in targets.iter().enumerate() {
                 groups.entry(target).or_default().push(row as u32);
@@ -580,6 +652,10 @@ impl DataSink for PaimonSink {
             operation: Some(self.kind.operation().to_string()),
             compacted: vec![],
             changelog,
+            index_added: match &assigner {
+                Some(a) => a.write_index_files(&self.meta).await?,
+                None => vec![],
+            },
         };
         let touched: BTreeSet<PartitionBucket> = request
             .added

@@ -293,3 +293,24 @@ INSERT INTO interop.universal VALUES (2, 'B'), (3, 'c');
 INSERT INTO interop.universal VALUES (3, 'C'), (4, 'd');
 
 CALL sys.compact('interop.universal');
+
+----------------------------------------------------------------------------------------------------
+-- Dynamic-bucket primary-key table (no 'bucket' option): keys spread over buckets by the HASH
+-- index; pypaimon must see each key once, with its newest value
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.pk_dynamic (
+    id BIGINT,
+    dt STRING,
+    v STRING,
+    PRIMARY KEY (id, dt) NOT ENFORCED
+) PARTITIONED BY (dt) WITH ('dynamic-bucket.target-row-num' = '300');
+
+INSERT INTO interop.pk_dynamic
+SELECT value AS id, CASE WHEN value % 2 = 0 THEN 'even' ELSE 'odd' END AS dt, concat('v', CAST(value AS VARCHAR)) AS v
+FROM generate_series(1, 1000);
+
+INSERT INTO interop.pk_dynamic
+SELECT value AS id, CASE WHEN value % 2 = 0 THEN 'even' ELSE 'odd' END AS dt, concat('w', CAST(value AS VARCHAR)) AS v
+FROM generate_series(900, 1400);
+
+DELETE FROM interop.pk_dynamic WHERE id % 50 = 0;

@@ -5,8 +5,7 @@
 //! bytes Java Paimon would store, so that a Paimon reader (or writer) can continue merging:
 //! see [`roaring`] (rbm32) and [`roaring64`] (rbm64).
 
-mod roaring;
-mod roaring64;
+use crate::bitmap::{roaring, roaring64};
 mod theta;
 
 use std::borrow::Cow;
@@ -150,8 +149,8 @@ mod tests {
 
     use arrow::array::{Array, ArrayRef, AsArray, BinaryArray};
 
-    use super::roaring::union32;
-    use super::roaring64::union64;
+    use crate::bitmap::roaring::union32;
+    use crate::bitmap::roaring64::union64;
     use crate::merge::aggregate::{create_aggregator, FieldAggOptions, FieldAggregator, Groups, Step};
     use crate::spec::types::parse_type_string;
 

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 
 use datafusion::common::{exec_datafusion_err, Result};
 
-use super::roaring::Reader;
+use crate::bitmap::roaring::Reader;
 
 /// `1 << lgNomLongs` of a default union.
 const K: usize = 4096;

@@ -568,7 +568,7 @@ impl Containers {
 
 /// A deserialized `Roaring64Bitmap`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Bitmap64 {
+pub(crate) struct Bitmap64 {
     root: Option<Node>,
     key_size: i64,
     containers: Containers,
@@ -583,7 +583,7 @@ impl Bitmap64 {
         }
     }
 
-    pub(super) fn deserialize(bytes: &[u8]) -> Result<Self> {
+    pub(crate) fn deserialize(bytes: &[u8]) -> Result<Self> {
         let mut r = Reader::new(bytes, "roaring bitmap (rbm64)");
         match r.u8()? {
             0 => Ok(Self::empty()),
@@ -601,7 +601,7 @@ impl Bitmap64 {
         }
     }
 
-    pub(super) fn serialize(&self) -> Vec<u8> {
+    pub(crate) fn serialize(&self) -> Vec<u8> {
         let Some(root) = &self.root else {
             return vec![0];
         };
@@ -613,7 +613,7 @@ impl Bitmap64 {
     }
 
     /// Java `Roaring64Bitmap.or` (in place).
-    pub(super) fn or(&mut self, other: &Bitmap64) -> Result<()> {
+    pub(crate) fn or(&mut self, other: &Bitmap64) -> Result<()> {
         let mut leaves = Vec::new();
         if let Some(root) = &other.root {
             root.leaves(&mut leaves);
@@ -645,7 +645,7 @@ impl Bitmap64 {
     }
 
     /// Java `Roaring64Bitmap.runOptimize`.
-    pub(super) fn run_optimize(&mut self) {
+    pub(crate) fn run_optimize(&mut self) {
         for slot in self.containers.arrays.iter_mut().flatten() {
             if let Some(c) = slot.take() {
                 *slot = Some(c.run_optimize(Flavor::Bitmap64));
@@ -655,7 +655,7 @@ impl Bitmap64 {
 
     /// The values, ascending by unsigned value (tests).
     #[cfg(test)]
-    pub(super) fn values(&self) -> Vec<u64> {
+    pub(crate) fn values(&self) -> Vec<u64> {
         let mut leaves = Vec::new();
         if let Some(root) = &self.root {
             root.leaves(&mut leaves);
@@ -673,7 +673,7 @@ impl Bitmap64 {
 
     /// Java `Roaring64Bitmap.addLong` for each value (tests).
     #[cfg(test)]
-    pub(super) fn of(values: &[u64]) -> Self {
+    pub(crate) fn of(values: &[u64]) -> Self {
         let mut b = Self::empty();
         for &v in values {
             let bytes = v.to_be_bytes();
@@ -698,7 +698,7 @@ impl Bitmap64 {
 
 /// Java Paimon `RoaringBitmap64` union of two serialized bitmaps: deserialize both, OR the second
 /// into the first, `runOptimize`, serialize.
-pub(super) fn union64(acc: &[u8], input: &[u8]) -> Result<Vec<u8>> {
+pub(crate) fn union64(acc: &[u8], input: &[u8]) -> Result<Vec<u8>> {
     let mut a = Bitmap64::deserialize(acc)?;
     a.or(&Bitmap64::deserialize(input)?)?;
     a.run_optimize();

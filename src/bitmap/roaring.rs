@@ -16,11 +16,11 @@ const WORDS: usize = 1024;
 /// Serialized size of a bitmap container.
 const BITMAP_BYTES: u32 = 8192;
 
-pub(super) type Bits = Box<[u64; WORDS]>;
+pub(crate) type Bits = Box<[u64; WORDS]>;
 
 /// The low 16 bits of the values sharing one high part.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Container {
+pub(crate) enum Container {
     /// Sorted values.
     Array(Vec<u16>),
     Bitmap(Bits),
@@ -30,7 +30,7 @@ pub(super) enum Container {
 
 /// Which library a container belongs to; they differ in what `runOptimize` does to run containers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Flavor {
+pub(crate) enum Flavor {
     /// `RoaringBitmap`: a run container may become an array or bitmap.
     Bitmap32,
     /// `Roaring64Bitmap`: a run container stays a run container.
@@ -109,7 +109,7 @@ fn run_bytes(runs: u32) -> u32 {
 }
 
 impl Container {
-    pub(super) fn cardinality(&self) -> u32 {
+    pub(crate) fn cardinality(&self) -> u32 {
         match self {
             Container::Array(v) => v.len() as u32,
             Container::Bitmap(b) => b.iter().map(|w| w.count_ones()).sum(),
@@ -118,7 +118,7 @@ impl Container {
     }
 
     /// Java `getArraySizeInBytes` (the size of the serialized body).
-    pub(super) fn body_bytes(&self) -> u32 {
+    pub(crate) fn body_bytes(&self) -> u32 {
         match self {
             Container::Array(v) => 2 * v.len() as u32,
             Container::Bitmap(_) => BITMAP_BYTES,
@@ -169,7 +169,7 @@ impl Container {
     }
 
     /// Java `this.ior(other)`: the union, in the representation Java's in-place OR returns.
-    pub(super) fn ior(self, other: &Container) -> Container {
+    pub(crate) fn ior(self, other: &Container) -> Container {
         use Container::*;
         let mut bits = self.to_bits();
         for (w, o) in bits.iter_mut().zip(other.to_bits().iter()) {
@@ -199,7 +199,7 @@ impl Container {
     }
 
     /// Java `runOptimize` as applied by the bitmap's own `runOptimize`.
-    pub(super) fn run_optimize(self, flavor: Flavor) -> Container {
+    pub(crate) fn run_optimize(self, flavor: Flavor) -> Container {
         match self {
             Container::Array(values) => {
                 let runs = runs_of_sorted(&values);
@@ -225,7 +225,7 @@ impl Container {
     }
 
     /// Java `writeArray`: the little-endian body.
-    pub(super) fn write_body(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_body(&self, out: &mut Vec<u8>) {
         match self {
             Container::Array(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
             Container::Bitmap(b) => b.iter().for_each(|w| out.extend_from_slice(&w.to_le_bytes())),
@@ -240,13 +240,13 @@ impl Container {
     }
 
     /// Reads a run container body.
-    pub(super) fn read_run(r: &mut Reader<'_>) -> Result<Container> {
+    pub(crate) fn read_run(r: &mut Reader<'_>) -> Result<Container> {
         let n = r.u16()?;
         let runs = (0..n).map(|_| Ok((r.u16()?, r.u16()?))).collect::<Result<_>>()?;
         Ok(Container::Run(runs))
     }
 
-    pub(super) fn read_bitmap(r: &mut Reader<'_>) -> Result<Container> {
+    pub(crate) fn read_bitmap(r: &mut Reader<'_>) -> Result<Container> {
         let mut bits = empty_bits();
         for w in bits.iter_mut() {
             *w = r.u64()?;
@@ -254,7 +254,7 @@ impl Container {
         Ok(Container::Bitmap(bits))
     }
 
-    pub(super) fn read_array(r: &mut Reader<'_>, cardinality: usize) -> Result<Container> {
+    pub(crate) fn read_array(r: &mut Reader<'_>, cardinality: usize) -> Result<Container> {
         let values = (0..cardinality).map(|_| r.u16()).collect::<Result<_>>()?;
         Ok(Container::Array(values))
     }
@@ -263,12 +263,12 @@ impl Container {
 #[cfg(test)]
 impl Container {
     /// The values, ascending.
-    pub(super) fn values(&self) -> Vec<u16> {
+    pub(crate) fn values(&self) -> Vec<u16> {
         values_of_bits(&self.to_bits())
     }
 
     /// Java `Container.add` for array and bitmap containers.
-    pub(super) fn add(self, v: u16) -> Container {
+    pub(crate) fn add(self, v: u16) -> Container {
         match self {
             Container::Array(mut a) => match a.binary_search(&v) {
                 Ok(_) => Container::Array(a),
@@ -292,18 +292,18 @@ impl Container {
 }
 
 /// Little-endian reader over serialized bytes.
-pub(super) struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
     what: &'static str,
 }
 
 impl<'a> Reader<'a> {
-    pub(super) fn new(bytes: &'a [u8], what: &'static str) -> Self {
+    pub(crate) fn new(bytes: &'a [u8], what: &'static str) -> Self {
         Self { bytes, pos: 0, what }
     }
 
-    pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
         let end =
             end.ok_or_else(|| exec_datafusion_err!("Truncated {} ({} bytes)", self.what, self.bytes.len()))?;
@@ -312,23 +312,27 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    pub(super) fn u8(&mut self) -> Result<u8> {
+    pub(crate) fn position(&self) -> usize {
+        self.pos
+    }
+
+    pub(crate) fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
     }
 
-    pub(super) fn u16(&mut self) -> Result<u16> {
+    pub(crate) fn u16(&mut self) -> Result<u16> {
         Ok(u16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes")))
     }
 
-    pub(super) fn u32(&mut self) -> Result<u32> {
+    pub(crate) fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
     }
 
-    pub(super) fn u64(&mut self) -> Result<u64> {
+    pub(crate) fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
 
-    pub(super) fn invalid(&self, detail: impl std::fmt::Display) -> datafusion::common::DataFusionError {
+    pub(crate) fn invalid(&self, detail: impl std::fmt::Display) -> datafusion::common::DataFusionError {
         exec_datafusion_err!("Invalid {}: {detail}", self.what)
     }
 }
@@ -339,14 +343,20 @@ const NO_OFFSET_THRESHOLD: usize = 4;
 
 /// A 32-bit roaring bitmap: containers by high 16 bits, ascending.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Bitmap32 {
+pub(crate) struct Bitmap32 {
     containers: Vec<(u16, Container)>,
 }
 
 impl Bitmap32 {
     /// Java `RoaringBitmap.deserialize(ByteBuffer)` (the portable format).
-    pub(super) fn deserialize(bytes: &[u8]) -> Result<Self> {
-        let mut r = Reader::new(bytes, "roaring bitmap (rbm32)");
+    pub(crate) fn deserialize(bytes: &[u8]) -> Result<Self> {
+        Self::deserialize_prefix(bytes, "roaring bitmap (rbm32)").map(|(bitmap, _)| bitmap)
+    }
+
+    /// Deserializes the bitmap at the start of `bytes`; returns it and the bytes it used (the
+    /// 64-bit deletion-vector layout concatenates 32-bit bitmaps).
+    pub(crate) fn deserialize_prefix(bytes: &[u8], what: &'static str) -> Result<(Self, usize)> {
+        let mut r = Reader::new(bytes, what);
         let cookie = r.u32()?;
         let has_run = cookie & 0xFFFF == SERIAL_COOKIE;
         let size = if has_run {
@@ -379,11 +389,46 @@ impl Bitmap32 {
             };
             containers.push((key, c));
         }
-        Ok(Self { containers })
+        Ok((Self { containers }, r.position()))
+    }
+
+    /// Number of values.
+    pub(crate) fn cardinality(&self) -> u64 {
+        self.containers
+            .iter()
+            .map(|(_, c)| u64::from(c.cardinality()))
+            .sum()
+    }
+
+    /// Appends the values, ascending, to `out`, each plus `high` (the upper bits of a 64-bit
+    /// bitmap's part).
+    pub(crate) fn extend_values(&self, high: u64, out: &mut Vec<u64>) {
+        for (key, c) in &self.containers {
+            let base = high | (u64::from(*key) << 16);
+            match c {
+                Container::Array(values) => out.extend(values.iter().map(|v| base | u64::from(*v))),
+                Container::Bitmap(bits) => {
+                    for (w, word) in bits.iter().enumerate() {
+                        let mut word = *word;
+                        while word != 0 {
+                            let bit = word.trailing_zeros() as u64;
+                            out.push(base | ((w as u64) << 6) | bit);
+                            word &= word - 1;
+                        }
+                    }
+                }
+                Container::Run(runs) => {
+                    for (start, len_minus_one) in runs {
+                        let start = u64::from(*start);
+                        out.extend((start..=start + u64::from(*len_minus_one)).map(|v| base | v));
+                    }
+                }
+            }
+        }
     }
 
     /// Java `RoaringBitmap.or` (in place).
-    pub(super) fn or(&mut self, other: &Bitmap32) {
+    pub(crate) fn or(&mut self, other: &Bitmap32) {
         let mine = std::mem::take(&mut self.containers);
         let mut out = Vec::with_capacity(mine.len() + other.containers.len());
         let mut theirs = other.containers.iter().peekable();
@@ -401,7 +446,7 @@ impl Bitmap32 {
     }
 
     /// Java `runOptimize`.
-    pub(super) fn run_optimize(&mut self) {
+    pub(crate) fn run_optimize(&mut self) {
         for (_, c) in self.containers.iter_mut() {
             let taken = std::mem::replace(c, Container::Array(Vec::new()));
             *c = taken.run_optimize(Flavor::Bitmap32);
@@ -409,7 +454,7 @@ impl Bitmap32 {
     }
 
     /// Java `RoaringBitmap.serialize` (the portable format).
-    pub(super) fn serialize(&self) -> Vec<u8> {
+    pub(crate) fn serialize(&self) -> Vec<u8> {
         let size = self.containers.len();
         let has_run = self
             .containers
@@ -454,7 +499,7 @@ impl Bitmap32 {
 
     /// The values, ascending (tests).
     #[cfg(test)]
-    pub(super) fn values(&self) -> Vec<u32> {
+    pub(crate) fn values(&self) -> Vec<u32> {
         self.containers
             .iter()
             .flat_map(|(k, c)| {
@@ -468,7 +513,7 @@ impl Bitmap32 {
     /// Java `RoaringBitmap.bitmapOf` (tests): an array container per high part, a bitmap
     /// container above 4096 values (what adding the values one by one gives).
     #[cfg(test)]
-    pub(super) fn of(values: &[u32]) -> Self {
+    pub(crate) fn of(values: &[u32]) -> Self {
         let mut sorted = values.to_vec();
         sorted.sort_unstable();
         sorted.dedup();
@@ -497,7 +542,7 @@ impl Bitmap32 {
 
 /// Java `RoaringBitmap32`'s `or` of two serialized bitmaps: deserialize both, OR the second into
 /// the first, `runOptimize`, serialize.
-pub(super) fn union32(acc: &[u8], input: &[u8]) -> Result<Vec<u8>> {
+pub(crate) fn union32(acc: &[u8], input: &[u8]) -> Result<Vec<u8>> {
     let mut a = Bitmap32::deserialize(acc)?;
     a.or(&Bitmap32::deserialize(input)?);
     a.run_optimize();
