@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use datafusion::common::{exec_datafusion_err, Result};
 
 use super::levels::PickOptions;
-use crate::spec::{MergeEngine, TableOptions, TableSchema};
+use crate::spec::{parse_memory_size, MergeEngine, TableOptions, TableSchema};
 
 /// Paimon's `target-file-size` default for primary-key tables (128 MiB).
 const DEFAULT_TARGET_FILE_SIZE: usize = 128 << 20;
@@ -108,35 +108,4 @@ fn int(options: &BTreeMap<String, String>, key: &str) -> Result<Option<i64>> {
             })
         })
         .transpose()
-}
-
-/// Paimon memory sizes: `128 mb`, `64MB`, `1 gb`, `1024` (bytes), `512 kb`.
-pub(crate) fn parse_memory_size(text: &str) -> Option<usize> {
-    let text = text.trim().to_ascii_lowercase();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: usize = number.parse().ok()?;
-    let factor = match unit.trim() {
-        "" | "b" | "bytes" => 1,
-        "k" | "kb" | "kibibytes" => 1 << 10,
-        "m" | "mb" | "mebibytes" => 1 << 20,
-        "g" | "gb" | "gibibytes" => 1 << 30,
-        "t" | "tb" | "tebibytes" => 1 << 40,
-        _ => return None,
-    };
-    number.checked_mul(factor)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_memory_size;
-
-    #[test]
-    fn memory_sizes() {
-        assert_eq!(parse_memory_size("128 mb"), Some(128 << 20));
-        assert_eq!(parse_memory_size("64MB"), Some(64 << 20));
-        assert_eq!(parse_memory_size("1024"), Some(1024));
-        assert_eq!(parse_memory_size("2 kb"), Some(2048));
-        assert_eq!(parse_memory_size("x"), None);
-    }
 }

@@ -524,7 +524,7 @@ impl BucketCompaction<'_> {
             .schema
             .options
             .get("lookup.cache-max-memory-size")
-            .and_then(|v| super::settings::parse_memory_size(v))
+            .and_then(|v| crate::spec::parse_memory_size(v))
             .unwrap_or(lookup::DEFAULT_CACHE_BYTES);
         let mut files = Vec::with_capacity(candidates.len());
         for entry in candidates {

@@ -7,12 +7,13 @@ use std::cmp::Ordering;
 use apache_avro::{Codec, Schema, Writer};
 use datafusion::common::ScalarValue;
 
+use super::manifest_merge::{ManifestMergeOptions, MergeTarget};
 use super::TableMeta;
 use crate::error::{Error, Result};
 use crate::spec::manifest_write::{INDEX_MANIFEST_SCHEMA, MANIFEST_LIST_SCHEMA, MANIFEST_SCHEMA};
 use crate::spec::{
     paths, BinaryRow, DataType, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats,
-    Snapshot,
+    Snapshot, TableSchema,
 };
 
 fn avro_bytes(
@@ -222,7 +223,7 @@ impl TableMeta {
 
     async fn try_commit(&self, req: &CommitRequest) -> Result<Snapshot> {
         let latest = self.latest_snapshot().await?;
-        let schema_id = self.latest_schema().await?.id;
+        let schema = self.latest_schema().await?;
         let mut delta: Vec<ManifestEntry> = Vec::new();
         if !req.compacted.is_empty() {
             let live = match &latest {
@@ -266,7 +267,7 @@ impl TableMeta {
         delta.extend(req.added.iter().cloned());
         let mut written: Vec<String> = Vec::new();
         let result = self
-            .write_snapshot_metadata(latest.as_ref(), &delta, schema_id, req, &mut written)
+            .write_snapshot_metadata(latest.as_ref(), &delta, &schema, req, &mut written)
             .await;
         if result.is_err() {
             // Metadata of a lost or failed attempt is unreferenced: remove it (best effort).
@@ -281,15 +282,24 @@ impl TableMeta {
         &self,
         latest: Option<&Snapshot>,
         delta: &[ManifestEntry],
-        schema_id: i64,
+        schema: &TableSchema,
         req: &CommitRequest,
         written: &mut Vec<String>,
     ) -> Result<Snapshot> {
+        let (schema_id, merge_options) = (schema.id, &schema.options);
         let mut base: Vec<ManifestFileMeta> = match latest {
             Some(l) => self.data_manifests(l).await?,
             None => vec![],
         };
         base.retain(|m| m.num_added_files + m.num_deleted_files > 0);
+        let mut target = MergeTarget {
+            schema_id,
+            partition_types: &req.partition_types,
+            written,
+        };
+        let base = self
+            .merge_manifests(base, ManifestMergeOptions::parse(merge_options)?, &mut target)
+            .await?;
         let manifest = self
             .write_manifest(delta, schema_id, &req.partition_types)
             .await?;

@@ -4,6 +4,7 @@
 //! never rewritten) and always re-reads mutable ones (hint files, directory listings).
 
 mod commit;
+mod manifest_merge;
 mod manifests;
 mod schemas;
 mod snapshots;

@@ -25,7 +25,7 @@ pub use binary_row::BinaryRow;
 pub use manifest::{
     DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats,
 };
-pub use options::{MergeEngine, TableOptions};
+pub use options::{parse_memory_size, MergeEngine, TableOptions};
 pub use schema::TableSchema;
 pub use snapshot::{Snapshot, Tag};
 pub use types::{DataField, DataType, TypeKind};

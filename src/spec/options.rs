@@ -180,3 +180,34 @@ impl TableOptions {
         })
     }
 }
+
+/// Paimon memory sizes: `128 mb`, `64MB`, `1 gb`, `1024` (bytes), `512 kb`.
+pub fn parse_memory_size(text: &str) -> Option<usize> {
+    let text = text.trim().to_ascii_lowercase();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: usize = number.parse().ok()?;
+    let factor = match unit.trim() {
+        "" | "b" | "bytes" => 1,
+        "k" | "kb" | "kibibytes" => 1 << 10,
+        "m" | "mb" | "mebibytes" => 1 << 20,
+        "g" | "gb" | "gibibytes" => 1 << 30,
+        "t" | "tb" | "tebibytes" => 1 << 40,
+        _ => return None,
+    };
+    number.checked_mul(factor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_memory_size;
+
+    #[test]
+    fn memory_sizes() {
+        assert_eq!(parse_memory_size("128 mb"), Some(128 << 20));
+        assert_eq!(parse_memory_size("64MB"), Some(64 << 20));
+        assert_eq!(parse_memory_size("1024"), Some(1024));
+        assert_eq!(parse_memory_size("2 kb"), Some(2048));
+        assert_eq!(parse_memory_size("x"), None);
+    }
+}

@@ -6,17 +6,18 @@
 
 use std::sync::Arc;
 
-use arrow::array::{BooleanArray, RecordBatch};
+use arrow::array::{BooleanArray, Int64Array, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::{plan_datafusion_err, plan_err, Result};
 use datafusion::dataframe::DataFrame;
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::tokenizer::Token;
 
-use super::ddl::names::resolve_table;
+use super::ddl::names::{resolve_table, TableName};
 use super::ddl::parser::{DdlParser, ObjectRef};
 use super::PaimonSession;
 use crate::compact::{CompactScope, Compaction};
+use crate::maintenance::expire::{expire_older_than, ExpireOptions};
 
 /// A parsed `CALL`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +52,7 @@ pub(crate) fn parse(p: &mut DdlParser) -> Result<Call> {
             } else {
                 None
             };
-            args.push((name, p.string()?));
+            args.push((name, literal(p)?));
             if p.consume(&Token::RParen) {
                 break;
             }
@@ -61,6 +62,21 @@ pub(crate) fn parse(p: &mut DdlParser) -> Result<Call> {
     p.consume(&Token::SemiColon);
     p.expect_end()?;
     Ok(Call { procedure, args })
+}
+
+/// A procedure argument: a string literal, or a number as Flink and Spark also accept
+/// (`sys.create_tag('db.t', 'tag', 1)`, `retain_max => 5`).
+fn literal(p: &mut DdlParser) -> Result<String> {
+    let negative = p.consume(&Token::Minus);
+    if let Token::Number(n, _) = &p.peek().token {
+        let n = n.clone();
+        p.next_token();
+        return Ok(if negative { format!("-{n}") } else { n });
+    }
+    if negative {
+        return p.expected("a number after '-'");
+    }
+    p.string()
 }
 
 impl Call {
@@ -78,6 +94,12 @@ impl Call {
 pub(crate) async fn execute(session: &PaimonSession, call: Call) -> Result<DataFrame> {
     match call.procedure.as_str() {
         "compact" => compact(session, &call).await?,
+        "expire_snapshots" => {
+            let expired = expire_snapshots_procedure(session, &call).await?;
+            let schema = Arc::new(Schema::new(vec![Field::new("result", DataType::Int64, false)]));
+            let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![expired as i64]))])?;
+            return session.context().read_batch(batch);
+        }
         other => return plan_err!("Unknown procedure 'sys.{other}'"),
     }
     let schema = Arc::new(Schema::new(vec![Field::new("result", DataType::Boolean, false)]));
@@ -85,21 +107,94 @@ pub(crate) async fn execute(session: &PaimonSession, call: Call) -> Result<DataF
     session.context().read_batch(batch)
 }
 
-async fn compact(session: &PaimonSession, call: &Call) -> Result<()> {
-    let table = call
-        .arg("table", 0)
-        .ok_or_else(|| plan_datafusion_err!("sys.compact needs the table: CALL sys.compact('db.t')"))?;
+/// `sys.expire_snapshots(table, retain_max, retain_min, older_than, max_deletes)`: the table's
+/// retention options, overridden by the arguments given; returns the number of expired
+/// snapshots. `older_than` is a local timestamp ('2024-01-01 12:00:00') or epoch millis.
+async fn expire_snapshots_procedure(session: &PaimonSession, call: &Call) -> Result<usize> {
+    let (name, schema) = procedure_table(session, call, "expire_snapshots").await?;
+    let mut options = ExpireOptions::parse(&name.to_string(), &schema.options)?;
+    let int = |arg: &str, position: usize| -> Result<Option<i64>> {
+        call.arg(arg, position)
+            .map(|v| {
+                v.trim().parse::<i64>().map_err(|_| {
+                    plan_datafusion_err!("sys.expire_snapshots: '{arg}' must be an integer, got '{v}'")
+                })
+            })
+            .transpose()
+    };
+    if let Some(max) = int("retain_max", 1)? {
+        options.retain_max = max;
+    }
+    if let Some(min) = int("retain_min", 2)? {
+        options.retain_min = min;
+    }
+    if let Some(limit) = int("max_deletes", 4)? {
+        options.limit = limit.max(1);
+    }
+    if options.retain_min < 1 || options.retain_max < options.retain_min {
+        return plan_err!(
+            "sys.expire_snapshots: retain_min ({}) must be at least 1 and at most retain_max ({})",
+            options.retain_min,
+            options.retain_max
+        );
+    }
+    let now = chrono::Utc::now().timestamp_millis();
+    let older_than = match call.arg("older_than", 3) {
+        None => now - options.time_retained_ms,
+        Some(text) => parse_timestamp_ms(text)
+            .ok_or_else(|| plan_datafusion_err!("sys.expire_snapshots: invalid older_than '{text}': expected 'yyyy-MM-dd HH:mm:ss' or epoch millis"))?,
+    };
+    let meta = session.catalog().table_meta(&name.database, &name.table);
+    let expired = expire_older_than(&meta, &schema, options, older_than).await?;
+    session.catalog().refresh().await?;
+    Ok(expired)
+}
+
+/// A local timestamp `yyyy-MM-dd HH:mm:ss[.SSS]` (or a date) as epoch millis, or epoch millis.
+fn parse_timestamp_ms(text: &str) -> Option<i64> {
+    let text = text.trim();
+    if let Ok(millis) = text.parse::<i64>() {
+        return Some(millis);
+    }
+    let local = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f")
+        .or_else(|_| {
+            chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+                .map(|d| d.and_hms_opt(0, 0, 0).expect("midnight"))
+        })
+        .ok()?;
+    use chrono::TimeZone;
+    chrono::Local
+        .from_local_datetime(&local)
+        .earliest()
+        .map(|t| t.timestamp_millis())
+}
+
+/// The table named by a procedure's first argument, and its latest schema.
+async fn procedure_table(
+    session: &PaimonSession,
+    call: &Call,
+    procedure: &str,
+) -> Result<(TableName, Arc<crate::spec::TableSchema>)> {
+    let table = call.arg("table", 0).ok_or_else(|| {
+        plan_datafusion_err!("sys.{procedure} needs the table: CALL sys.{procedure}('db.t')")
+    })?;
     let name = resolve_table(
         session,
         &ObjectRef {
             parts: table.split('.').map(|s| s.trim().to_string()).collect(),
         },
     )?;
-    let catalog = session.catalog();
-    let schema = catalog
+    let schema = session
+        .catalog()
         .table_schema(&name.database, &name.table)
         .await?
         .ok_or_else(|| plan_datafusion_err!("Table {name} does not exist"))?;
+    Ok((name, schema))
+}
+
+async fn compact(session: &PaimonSession, call: &Call) -> Result<()> {
+    let (name, schema) = procedure_table(session, call, "compact").await?;
+    let catalog = session.catalog();
     if !schema.has_primary_key() {
         return plan_err!(
             "sys.compact of append table {name} is not supported yet: only primary-key tables compact"

@@ -33,7 +33,12 @@ pub(crate) async fn resolve_snapshot(
         })?;
         return match meta.snapshot(id).await {
             Ok(s) => Ok(Some(s)),
-            Err(crate::Error::NotFound { .. }) => plan_err!("Snapshot {id} of table {table} does not exist"),
+            Err(crate::Error::NotFound { .. }) => match meta.earliest_snapshot_id().await? {
+                Some(earliest) if (1..earliest).contains(&id) => plan_err!(
+                    "Snapshot {id} of table {table} has expired: the earliest snapshot is {earliest}"
+                ),
+                _ => plan_err!("Snapshot {id} of table {table} does not exist"),
+            },
             Err(e) => Err(e.into()),
         };
     }

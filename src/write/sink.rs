@@ -29,9 +29,10 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::bucket::{fixed_bucket, hash_binary_row};
 use super::buffer::BucketBuffer;
-use crate::compact::Compaction;
+use crate::compact::{CompactSettings, Compaction};
 use crate::dynamic_bucket::{AssignOptions, BucketAssigner};
 use crate::io::write_data_file;
+use crate::maintenance::expire::{expire_snapshots, ExpireOptions};
 use crate::merge::reduce::{GroupReducer, RetractPolicy};
 use crate::merge::MergeEngineSpec;
 use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};
@@ -671,6 +672,12 @@ impl DataSink for PaimonSink {
                 batch_size: context.session_config().batch_size(),
             };
             compaction.after_write(touched).await?;
+            // Paimon expires snapshots after every commit of a writer that is not write-only.
+            if !CompactSettings::new(&self.schema)?.write_only {
+                let options = ExpireOptions::parse(&self.table, &self.schema.options)?;
+                let now = chrono::Utc::now().timestamp_millis();
+                expire_snapshots(&self.meta, &self.schema, options, now).await?;
+            }
         }
         Ok(count)
     }

@@ -14,6 +14,7 @@ mod concurrent_commits;
 mod errors;
 mod fixtures;
 mod incremental;
+mod long_history;
 
 use std::path::{Path, PathBuf};
 

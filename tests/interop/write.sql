@@ -314,3 +314,22 @@ SELECT value AS id, CASE WHEN value % 2 = 0 THEN 'even' ELSE 'odd' END AS dt, co
 FROM generate_series(900, 1400);
 
 DELETE FROM interop.pk_dynamic WHERE id % 50 = 0;
+
+----------------------------------------------------------------------------------------------------
+-- Expired history: automatic expiration (at most 3 snapshots kept) across compactions, then the
+-- procedure; pypaimon must read every snapshot that is left
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.expiring (
+    k INT,
+    v STRING,
+    PRIMARY KEY (k) NOT ENFORCED
+) WITH ('bucket' = '2', 'snapshot.num-retained.min' = '2', 'snapshot.num-retained.max' = '3');
+
+INSERT INTO interop.expiring VALUES (1, 'a'), (2, 'b'), (3, 'c');
+INSERT INTO interop.expiring VALUES (4, 'd'), (5, 'e');
+INSERT INTO interop.expiring VALUES (1, 'A');
+INSERT INTO interop.expiring VALUES (6, 'f');
+INSERT INTO interop.expiring VALUES (2, 'B'), (7, 'g');
+INSERT INTO interop.expiring VALUES (3, 'C');
+DELETE FROM interop.expiring WHERE k = 4;
+CALL sys.expire_snapshots(`table` => 'interop.expiring', retain_max => 2, retain_min => 1);

@@ -109,6 +109,11 @@ impl<'a> DdlParser<'a> {
         Ok(())
     }
 
+    /// Consumes the next token.
+    pub(crate) fn next_token(&mut self) {
+        self.parser.next_token();
+    }
+
     /// The next token, not consumed.
     pub(crate) fn peek(&self) -> &TokenWithSpan {
         self.parser.peek_token_ref()

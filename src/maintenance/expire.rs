@@ -1,0 +1,300 @@
+//! Snapshot expiration (format.md §8.7).
+//!
+//! ```text
+//! [E, end) expire, with end = the first id in [min, maxX) whose successor is younger than
+//!   now - snapshot.time-retained, else maxX, where
+//!   min  = max(L - num-retained.max + 1, E), maxX = min(L - num-retained.min + 1, E + expire.limit,
+//!          the lowest nextSnapshot of any consumer)
+//! deleted: the snapshot files first (EARLIEST moves to `end`), then the data files that the delta
+//!   lists of (E, end] DELETE, the changelog files of [E, end), and the manifests, manifest lists,
+//!   index manifests and index files that only expiring snapshots reference
+//! ```
+//!
+//! Nothing a retained snapshot or a tag uses is deleted. Snapshot files go first so that a crash
+//! part-way leaves unreferenced files (orphans), never a snapshot whose files are gone.
+
+use std::collections::{BTreeMap, HashSet};
+
+use datafusion::common::{exec_datafusion_err, exec_err, Result};
+
+use crate::meta::TableMeta;
+use crate::spec::{paths, BinaryRow, DataType, FileKind, ManifestEntry, Snapshot, TableOptions, TableSchema};
+
+/// Retention settings (Paimon's defaults).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct ExpireOptions {
+    /// `snapshot.num-retained.min` (10).
+    pub(crate) retain_min: i64,
+    /// `snapshot.num-retained.max` (`i32::MAX`).
+    pub(crate) retain_max: i64,
+    /// `snapshot.time-retained` in millis (1 h).
+    pub(crate) time_retained_ms: i64,
+    /// `snapshot.expire.limit` (50).
+    pub(crate) limit: i64,
+}
+
+impl ExpireOptions {
+    pub(crate) fn parse(table: &str, options: &BTreeMap<String, String>) -> Result<Self> {
+        let int = |key: &str, default: i64| -> Result<i64> {
+            match options.get(key) {
+                None => Ok(default),
+                Some(v) => v.trim().parse::<i64>().map_err(|_| {
+                    exec_datafusion_err!("Option '{key}' of table {table} must be an integer, got '{v}'")
+                }),
+            }
+        };
+        let retain_min = int("snapshot.num-retained.min", 10)?;
+        let retain_max = int("snapshot.num-retained.max", i64::from(i32::MAX))?;
+        if retain_min < 1 || retain_max < retain_min {
+            return exec_err!(
+                "Table {table}: 'snapshot.num-retained.min' ({retain_min}) must be at least 1 and at most 'snapshot.num-retained.max' ({retain_max})"
+            );
+        }
+        let time_retained_ms = match options.get("snapshot.time-retained") {
+            None => 3_600_000,
+            Some(v) => parse_duration_ms(v).ok_or_else(|| {
+                exec_datafusion_err!(
+                    "Option 'snapshot.time-retained' of table {table} must be a duration such as '1 h' or '30 min', got '{v}'"
+                )
+            })?,
+        };
+        Ok(ExpireOptions {
+            retain_min,
+            retain_max,
+            time_retained_ms,
+            limit: int("snapshot.expire.limit", 50)?.max(1),
+        })
+    }
+}
+
+/// Paimon durations: `1 h`, `30min`, `10 s`, `100 ms`, `2 d`, `1000` (millis).
+pub(crate) fn parse_duration_ms(text: &str) -> Option<i64> {
+    let text = text.trim().to_ascii_lowercase();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: i64 = number.parse().ok()?;
+    let factor = match unit.trim() {
+        "" | "ms" | "milli" | "millis" | "millisecond" | "milliseconds" => 1,
+        "s" | "sec" | "secs" | "second" | "seconds" => 1_000,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60_000,
+        "h" | "hour" | "hours" => 3_600_000,
+        "d" | "day" | "days" => 86_400_000,
+        _ => return None,
+    };
+    number.checked_mul(factor)
+}
+
+/// Expires the snapshots `options` allows at time `now_ms`; returns how many were expired.
+pub(crate) async fn expire_snapshots(
+    meta: &TableMeta,
+    schema: &TableSchema,
+    options: ExpireOptions,
+    now_ms: i64,
+) -> Result<usize> {
+    expire_older_than(meta, schema, options, now_ms - options.time_retained_ms).await
+}
+
+/// Expiration with an explicit time threshold: a snapshot goes only when its successor was
+/// committed before `older_than_ms` (`sys.expire_snapshots(older_than => …)`).
+pub(crate) async fn expire_older_than(
+    meta: &TableMeta,
+    schema: &TableSchema,
+    options: ExpireOptions,
+    older_than_ms: i64,
+) -> Result<usize> {
+    let ids = meta.snapshot_ids().await?;
+    let (Some(&earliest), Some(&latest)) = (ids.first(), ids.last()) else {
+        return Ok(0);
+    };
+    let min = (latest - options.retain_max + 1).max(earliest);
+    let mut max_exclusive = (latest - options.retain_min + 1).min(earliest + options.limit);
+    if let Some(next) = lowest_consumer_snapshot(meta).await? {
+        max_exclusive = max_exclusive.min(next);
+    }
+    if max_exclusive <= earliest {
+        return Ok(0);
+    }
+    let mut end = max_exclusive;
+    for id in min..max_exclusive {
+        let successor = meta.snapshot(id + 1).await?;
+        if successor.time_millis > older_than_ms {
+            end = id;
+            break;
+        }
+    }
+    if end <= earliest {
+        return Ok(0);
+    }
+    Expiration {
+        meta,
+        partition_types: schema.partition_types(),
+        partition_keys: &schema.partition_keys,
+        options: TableOptions::parse(&schema.options)?,
+    }
+    .run(earliest, end)
+    .await?;
+    Ok((end - earliest) as usize)
+}
+
+/// The lowest `nextSnapshot` of the consumers in `consumer/` (a consumer still needs it).
+async fn lowest_consumer_snapshot(meta: &TableMeta) -> Result<Option<i64>> {
+    let mut lowest: Option<i64> = None;
+    for name in meta.io().list_files("consumer").await? {
+        if !name.starts_with("consumer-") {
+            continue;
+        }
+        let file = format!("consumer/{name}");
+        let bytes = meta.io().read(&file, "consumer").await?;
+        let json: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| exec_datafusion_err!("Invalid consumer file {}: {e}", meta.io().display(&file)))?;
+        if let Some(next) = json.get("nextSnapshot").and_then(|v| v.as_i64()) {
+            lowest = Some(lowest.map_or(next, |l: i64| l.min(next)));
+        }
+    }
+    Ok(lowest)
+}
+
+struct Expiration<'a> {
+    meta: &'a TableMeta,
+    partition_types: Vec<DataType>,
+    partition_keys: &'a [String],
+    options: TableOptions,
+}
+
+/// Every metadata file a snapshot references, by name within `manifest/` and `index/`.
+#[derive(Default)]
+struct Referenced {
+    manifests: HashSet<String>,
+    index_files: HashSet<String>,
+}
+
+impl Expiration<'_> {
+    async fn run(&self, earliest: i64, end: i64) -> Result<()> {
+        let meta = self.meta;
+        // What must survive: snapshot `end` and every tag.
+        let mut keep = Referenced::default();
+        let mut tagged_files: HashSet<String> = HashSet::new();
+        self.collect(&meta.snapshot(end).await?, &mut keep).await?;
+        for tag in meta.tags().await? {
+            self.collect(&tag.snapshot, &mut keep).await?;
+            for e in meta.live_files(&tag.snapshot, |_| true).await?.entries() {
+                tagged_files.extend(self.data_path(e)?);
+            }
+        }
+        // What the expiring snapshots leave behind (read before anything is deleted).
+        let mut data_files: Vec<String> = Vec::new();
+        let mut drop = Referenced::default();
+        for id in earliest..end {
+            let snapshot = meta.snapshot(id).await?;
+            self.collect(&snapshot, &mut drop).await?;
+            for e in meta.changelog_entries(&snapshot).await? {
+                data_files.extend(self.data_path(&e)?);
+            }
+        }
+        for id in earliest + 1..=end {
+            let delta = meta.delta_entries(&meta.snapshot(id).await?).await?;
+            let re_added: HashSet<&str> = delta
+                .iter()
+                .filter(|e| e.kind == FileKind::Add)
+                .map(|e| e.file.file_name.as_str())
+                .collect();
+            for e in delta.iter().filter(|e| e.kind == FileKind::Delete) {
+                if !re_added.contains(e.file.file_name.as_str()) {
+                    data_files.extend(self.data_path(e)?);
+                }
+            }
+        }
+        for id in earliest..end {
+            meta.io().delete(&paths::snapshot_file(id)).await?;
+            let _ = meta
+                .io()
+                .write("snapshot/EARLIEST", (id + 1).to_string().into_bytes())
+                .await;
+        }
+        for path in data_files.iter().filter(|p| !tagged_files.contains(*p)) {
+            meta.io().delete(path).await?;
+        }
+        for name in drop.manifests.difference(&keep.manifests) {
+            meta.io().delete(&paths::manifest_file(name)).await?;
+        }
+        for name in drop.index_files.difference(&keep.index_files) {
+            meta.io().delete(&paths::index_file(name)).await?;
+        }
+        Ok(())
+    }
+
+    /// Adds the manifest lists, manifests, index manifest and index files of `snapshot`.
+    async fn collect(&self, snapshot: &Snapshot, into: &mut Referenced) -> Result<()> {
+        let meta = self.meta;
+        let mut lists = vec![
+            snapshot.base_manifest_list.clone(),
+            snapshot.delta_manifest_list.clone(),
+        ];
+        lists.extend(snapshot.changelog_manifest_list.clone());
+        for list in lists {
+            for m in meta.manifest_list(&list).await? {
+                into.manifests.insert(m.file_name);
+            }
+            into.manifests.insert(list);
+        }
+        if let Some(index) = &snapshot.index_manifest {
+            for e in meta.index_manifest(index).await? {
+                if e.kind == FileKind::Add && e.external_path.is_none() {
+                    into.index_files.insert(e.file_name);
+                }
+            }
+            into.manifests.insert(index.clone());
+        }
+        Ok(())
+    }
+
+    /// Path of a data or changelog file relative to the table root; None for files at an
+    /// external path, which this expiration leaves in place.
+    fn data_path(&self, e: &ManifestEntry) -> Result<Option<String>> {
+        if e.file.external_path.is_some() {
+            return Ok(None);
+        }
+        let values = BinaryRow::decode(&e.partition, &self.partition_types)?.values;
+        let partition =
+            paths::partition_path(self.partition_keys, &values, &self.options.partition_default_name);
+        let dir = paths::bucket_path(
+            self.options.data_file_path_directory.as_deref(),
+            &partition,
+            e.bucket,
+        );
+        Ok(Some(format!("{dir}/{}", e.file.file_name)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration_ms("1 h"), Some(3_600_000));
+        assert_eq!(parse_duration_ms("30min"), Some(1_800_000));
+        assert_eq!(parse_duration_ms("10 s"), Some(10_000));
+        assert_eq!(parse_duration_ms("250"), Some(250));
+        assert_eq!(parse_duration_ms("2 d"), Some(172_800_000));
+        assert_eq!(parse_duration_ms("soon"), None);
+    }
+
+    #[test]
+    fn options_default_to_paimons_and_are_checked() {
+        let o = ExpireOptions::parse("t", &BTreeMap::new()).unwrap();
+        assert_eq!(
+            o,
+            ExpireOptions {
+                retain_min: 10,
+                retain_max: i32::MAX as i64,
+                time_retained_ms: 3_600_000,
+                limit: 50
+            }
+        );
+        let mut m = BTreeMap::new();
+        m.insert("snapshot.num-retained.max".into(), "3".into());
+        m.insert("snapshot.num-retained.min".into(), "5".into());
+        assert!(ExpireOptions::parse("t", &m).is_err());
+    }
+}

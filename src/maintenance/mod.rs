@@ -1,0 +1,9 @@
+//! Table maintenance: what keeps a table that receives commits for months small and fast.
+//!
+//! * [`expire`]: snapshot expiration by `snapshot.num-retained.*`, `snapshot.time-retained` and
+//!   `snapshot.expire.limit`, after every commit and from `CALL sys.expire_snapshots`.
+//!
+//! Manifest merging runs inside every commit (`meta::manifest_merge`), since it is part of
+//! writing the snapshot's base manifest list.
+
+pub(crate) mod expire;
