@@ -220,6 +220,16 @@ async fn write_run(
     })
 }
 
+/// Bytes of a hex string, whitespace ignored (tests compare with bytes Java or pypaimon wrote).
+#[cfg(test)]
+pub(crate) fn hex_bytes(s: &str) -> Vec<u8> {
+    let s: String = s.split_whitespace().collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digits"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -553,13 +553,7 @@ pub(crate) fn union32(acc: &[u8], input: &[u8]) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
 
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::testing::hex_bytes as hex;
 
     fn serialized(values: &[u32]) -> Vec<u8> {
         let mut b = Bitmap32::of(values);

@@ -109,13 +109,7 @@ impl DeletionVector {
 mod tests {
     use super::*;
 
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::testing::hex_bytes as hex;
 
     /// The 63-byte index file of format.md §7.2, written by pypaimon: two vectors.
     const PY_FILE: &str = "01 00000018 5e43f2d0 3a300000 01000000 00000100 10000000 01000200 c3366892

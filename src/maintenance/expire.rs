@@ -171,10 +171,14 @@ struct Referenced {
 impl Expiration<'_> {
     async fn run(&self, earliest: i64, end: i64) -> Result<()> {
         let meta = self.meta;
+        // Snapshots earliest ..= end, each read once.
+        let snapshots: Vec<Snapshot> =
+            futures::future::try_join_all((earliest..=end).map(|id| meta.snapshot(id))).await?;
+        let (expiring, end_snapshot) = snapshots.split_at(snapshots.len() - 1);
         // What must survive: snapshot `end` and every tag.
         let mut keep = Referenced::default();
         let mut tagged_files: HashSet<String> = HashSet::new();
-        self.collect(&meta.snapshot(end).await?, &mut keep).await?;
+        self.collect(&end_snapshot[0], &mut keep).await?;
         for tag in meta.tags().await? {
             self.collect(&tag.snapshot, &mut keep).await?;
             for e in meta.live_files(&tag.snapshot, |_| true).await?.entries() {
@@ -184,15 +188,15 @@ impl Expiration<'_> {
         // What the expiring snapshots leave behind (read before anything is deleted).
         let mut data_files: Vec<String> = Vec::new();
         let mut drop = Referenced::default();
-        for id in earliest..end {
-            let snapshot = meta.snapshot(id).await?;
-            self.collect(&snapshot, &mut drop).await?;
-            for e in meta.changelog_entries(&snapshot).await? {
+        for snapshot in expiring {
+            self.collect(snapshot, &mut drop).await?;
+            for e in meta.changelog_entries(snapshot).await? {
                 data_files.extend(self.data_path(&e)?);
             }
         }
-        for id in earliest + 1..=end {
-            let delta = meta.delta_entries(&meta.snapshot(id).await?).await?;
+        // A file a snapshot's delta DELETEs is used by no later snapshot: look at (E, end].
+        for snapshot in &snapshots[1..] {
+            let delta = meta.delta_entries(snapshot).await?;
             let re_added: HashSet<&str> = delta
                 .iter()
                 .filter(|e| e.kind == FileKind::Add)

@@ -63,15 +63,14 @@ impl TableMeta {
         schema_id: i64,
         partition_types: &[DataType],
     ) -> Result<ManifestFileMeta> {
-        let name = format!("manifest-{}-0", uuid::Uuid::new_v4());
+        let (name, size) = self
+            .write_avro_file(
+                "manifest",
+                &MANIFEST_SCHEMA,
+                entries.iter().map(ManifestEntry::to_avro),
+            )
+            .await?;
         let file = paths::manifest_file(&name);
-        let bytes = avro_bytes(
-            &MANIFEST_SCHEMA,
-            entries.iter().map(ManifestEntry::to_avro),
-            &file,
-        )?;
-        let size = bytes.len() as i64;
-        self.io.write(&file, bytes).await?;
 
         let partitions = entries
             .iter()
@@ -113,13 +112,25 @@ impl TableMeta {
 
     /// Writes a manifest list; returns its name and size.
     pub(crate) async fn write_manifest_list(&self, metas: &[ManifestFileMeta]) -> Result<(String, i64)> {
-        let name = format!("manifest-list-{}-0", uuid::Uuid::new_v4());
-        let file = paths::manifest_file(&name);
-        let bytes = avro_bytes(
+        self.write_avro_file(
+            "manifest-list",
             &MANIFEST_LIST_SCHEMA,
             metas.iter().map(ManifestFileMeta::to_avro),
-            &file,
-        )?;
+        )
+        .await
+    }
+
+    /// Writes `records` as a new Avro file `<prefix>-<uuid>-0` in `manifest/`; returns its name
+    /// and size.
+    async fn write_avro_file(
+        &self,
+        prefix: &str,
+        schema: &Schema,
+        records: impl IntoIterator<Item = apache_avro::types::Value>,
+    ) -> Result<(String, i64)> {
+        let name = format!("{prefix}-{}-0", uuid::Uuid::new_v4());
+        let file = paths::manifest_file(&name);
+        let bytes = avro_bytes(schema, records, &file)?;
         let size = bytes.len() as i64;
         self.io.write(&file, bytes).await?;
         Ok((name, size))
@@ -396,14 +407,13 @@ impl TableMeta {
         if entries.is_empty() {
             return Ok(None);
         }
-        let name = format!("index-manifest-{}-0", uuid::Uuid::new_v4());
-        let file = paths::manifest_file(&name);
-        let bytes = avro_bytes(
-            &INDEX_MANIFEST_SCHEMA,
-            entries.iter().map(IndexManifestEntry::to_avro),
-            &file,
-        )?;
-        self.io.write(&file, bytes).await?;
+        let (name, _) = self
+            .write_avro_file(
+                "index-manifest",
+                &INDEX_MANIFEST_SCHEMA,
+                entries.iter().map(IndexManifestEntry::to_avro),
+            )
+            .await?;
         written.push(name.clone());
         Ok(Some(name))
     }

@@ -271,13 +271,7 @@ mod tests {
     use super::*;
     use crate::spec::types::parse_type_string;
 
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::testing::hex_bytes as hex;
 
     #[test]
     fn decodes_spec_worked_example() {

@@ -164,13 +164,7 @@ mod tests {
         .unwrap()
     }
 
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::testing::hex_bytes as hex;
 
     fn fold(
         a: &dyn FieldAggregator,

@@ -202,13 +202,7 @@ pub(super) fn union(acc: &[u8], input: &[u8]) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
 
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.split_whitespace().collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::testing::hex_bytes as hex;
 
     /// Compact ordered sketch (exact mode) of the given hashes.
     fn exact(hashes: &[u64]) -> Vec<u8> {
