@@ -22,6 +22,7 @@
 
 pub(crate) mod bitmap;
 pub mod catalog;
+pub(crate) mod changelog;
 pub(crate) mod compact;
 pub(crate) mod deletion_vector;
 pub(crate) mod dynamic_bucket;

@@ -39,6 +39,9 @@ pub(crate) enum ReadView {
     AuditLog,
     /// `$binlog`: like `$audit_log`, every value an array; incremental reads pack updates.
     Binlog,
+    /// `$changelog`: like `$audit_log`, plus a last column `snapshot_id` naming the snapshot
+    /// each change belongs to (`changelog::CHANGELOG_SNAPSHOT_ID`).
+    Changelog,
 }
 
 /// What every partition of a scan shares.
@@ -62,6 +65,9 @@ pub(crate) struct ScanContext {
     pub(crate) keep_retracts: bool,
     /// Output every value as an array (`$binlog`).
     pub(crate) lists: bool,
+    /// Append the id of the snapshot each change belongs to (`$changelog` raw reads): the
+    /// input batches then carry it as a last column after the layout's.
+    pub(crate) with_snapshot_id: bool,
     pub(crate) output_schema: SchemaRef,
 }
 

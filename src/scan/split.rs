@@ -28,6 +28,8 @@ pub(crate) struct SplitFile {
     pub(crate) max_sequence_number: i64,
     /// Rows of the file deleted by a deletion vector.
     pub(crate) deletion: Option<DvRef>,
+    /// The snapshot that added the file (incremental reads only).
+    pub(crate) snapshot_id: Option<i64>,
 }
 
 impl SplitFile {
@@ -64,6 +66,7 @@ impl SplitFile {
             level: file.level,
             max_sequence_number: file.max_sequence_number,
             deletion: None,
+            snapshot_id: None,
         })
     }
 }
@@ -184,6 +187,7 @@ mod tests {
     fn file(name: &str, min: i32, max: i32) -> SplitFile {
         SplitFile {
             deletion: None,
+            snapshot_id: None,
             file_name: name.into(),
             file_size: 1,
             schema_id: 0,

@@ -190,6 +190,9 @@ pub(crate) fn shape_output(ctx: &ScanContext, batch: &RecordBatch) -> Result<Rec
             Arc::clone(column)
         });
     }
+    if ctx.with_snapshot_id {
+        columns.push(Arc::clone(batch.column(batch.num_columns() - 1)));
+    }
     let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
     Ok(RecordBatch::try_new_with_options(
         Arc::clone(&ctx.output_schema),

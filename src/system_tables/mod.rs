@@ -32,6 +32,7 @@ use datafusion::common::{plan_err, Result, ScalarValue};
 
 use crate::meta::TableMeta;
 use crate::spec::{BinaryRow, DataType, ManifestEntry, Snapshot};
+use crate::table::{open_table, ReadView};
 
 /// `t$audit_log`.
 pub(crate) const AUDIT_LOG: &str = "audit_log";
@@ -51,6 +52,8 @@ pub(crate) const MANIFESTS: &str = "manifests";
 pub(crate) const PARTITIONS: &str = "partitions";
 /// `t$buckets`.
 pub(crate) const BUCKETS: &str = "buckets";
+/// `t$changelog`.
+pub(crate) const CHANGELOG: &str = "changelog";
 /// `t$tags`.
 pub(crate) const TAGS: &str = "tags";
 /// `t$table_indexes`.
@@ -60,6 +63,7 @@ pub(crate) const TABLE_INDEXES: &str = "table_indexes";
 pub(crate) const SYSTEM_TABLES: &[&str] = &[
     AUDIT_LOG,
     BINLOG,
+    CHANGELOG,
     SNAPSHOTS,
     SCHEMAS,
     OPTIONS,
@@ -82,6 +86,12 @@ pub(crate) async fn load(
         // `$audit_log` and `$binlog` are PaimonTables, which refuse writes themselves.
         AUDIT_LOG => return audit_log::build(table, meta, options).await,
         BINLOG => return binlog::build(table, meta, options).await,
+        CHANGELOG => {
+            let name = format!("{table}${CHANGELOG}");
+            return Ok(Arc::new(
+                open_table(name, meta, options, ReadView::Changelog).await?,
+            ));
+        }
         SNAPSHOTS => snapshots::build(meta).await,
         SCHEMAS => schemas::build(meta).await,
         OPTIONS => options::build(meta).await,

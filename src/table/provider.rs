@@ -18,6 +18,7 @@ use datafusion::physical_expr::expressions::{CastExpr, Column};
 use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 
+use crate::changelog::{resolve_changelog_range, ChangelogNormalizeExec, CHANGELOG_SNAPSHOT_ID};
 use crate::merge::MergeEngineSpec;
 use crate::meta::{OverwriteScope, TableMeta};
 use crate::scan::incremental::{plan_incremental, ChangeMode, IncrementalPlanRequest, IncrementalRange};
@@ -66,6 +67,9 @@ impl PaimonTable {
                 _ => field,
             }
         }));
+        if view == ReadView::Changelog {
+            fields.push(Field::new(CHANGELOG_SNAPSHOT_ID, ArrowType::Int64, false));
+        }
         Ok(PaimonTable {
             name,
             meta,
@@ -110,6 +114,8 @@ impl PaimonTable {
             .iter()
             .filter(|i| **i >= offset)
             .map(|i| i - offset)
+            // `$changelog`'s snapshot id is not a stored column
+            .filter(|i| *i < self.schema.fields.len())
             .collect();
         let is_pk = self.schema.has_primary_key();
         let key_names: Vec<String> = self
@@ -403,6 +409,9 @@ impl TableProvider for PaimonTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        if self.view == ReadView::Changelog {
+            return self.changelog_scan(state, projection, filters).await;
+        }
         match &self.incremental {
             Some(range) => {
                 self.incremental_scan(state, range, projection, filters, limit)
@@ -445,6 +454,7 @@ impl PaimonTable {
             with_rowkind: self.view != ReadView::Table && projection.is_none_or(|p| p.contains(&0)),
             keep_retracts: self.view != ReadView::Table,
             lists: self.view == ReadView::Binlog,
+            with_snapshot_id: self.view == ReadView::Changelog,
             output_schema,
         };
         Ok(Arc::new(PaimonScanExec::new(
@@ -501,6 +511,7 @@ impl PaimonTable {
             // A diff compares states that keep their tombstones; the view drops them later.
             keep_retracts: true,
             lists: self.view == ReadView::Binlog,
+            with_snapshot_id: self.view == ReadView::Changelog,
             output_schema,
         };
         Ok(Arc::new(PaimonIncrementalScanExec::new(
@@ -512,6 +523,66 @@ impl PaimonTable {
             state.config().target_partitions(),
             limit,
         )))
+    }
+
+    /// `$changelog`: the exact changes of the range, whatever the producer. A table with a
+    /// producer reads its changelog files; a `none` table normalizes its delta rows against
+    /// the state at the range's start (`changelog::ChangelogNormalizeExec`).
+    async fn changelog_scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let producer = self.options.changelog_producer != "none";
+        let mode = if producer {
+            ChangeMode::Changelog
+        } else {
+            ChangeMode::Delta
+        };
+        let range =
+            resolve_changelog_range(&self.meta, &self.name, self.incremental.as_ref(), mode, !producer)
+                .await?;
+        let changes = self.incremental_scan(state, &range, None, filters, None).await?;
+        let plan: Arc<dyn ExecutionPlan> = if producer || range.empty {
+            changes
+        } else {
+            let seed = match range.start {
+                0 => None,
+                start => {
+                    let snapshot = self.meta.snapshot(start).await?;
+                    let at_start = PaimonTable::try_new(
+                        self.name.clone(),
+                        Arc::clone(&self.meta),
+                        Some(snapshot),
+                        Arc::clone(&self.schema),
+                        ReadView::Table,
+                    )?;
+                    Some(at_start.batch_scan(state, None, filters, None).await?)
+                }
+            };
+            Arc::new(ChangelogNormalizeExec::try_new(
+                &self.name,
+                &self.schema,
+                seed,
+                changes,
+            )?)
+        };
+        let Some(projection) = projection else {
+            return Ok(plan);
+        };
+        let schema = plan.schema();
+        let exprs = projection
+            .iter()
+            .map(|&i| {
+                let name = schema.field(i).name().clone();
+                (
+                    Arc::new(Column::new(&name, i)) as Arc<dyn datafusion::physical_expr::PhysicalExpr>,
+                    name,
+                )
+            })
+            .collect::<Vec<_>>();
+        Ok(Arc::new(ProjectionExec::try_new(exprs, plan)?))
     }
 
     /// The pushed-down filters usable for pruning, over the table's stored columns.

@@ -136,6 +136,7 @@ async fn plan_raw(req: &IncrementalPlanRequest<'_>, mode: ChangeMode) -> Result<
         .try_collect()
         .await?;
     let mut groups: BTreeMap<PartitionBucket, Vec<ManifestEntry>> = BTreeMap::new();
+    let mut added_by: HashMap<String, i64> = HashMap::new();
     for (snapshot, entries) in per_snapshot {
         for e in entries {
             if e.kind != FileKind::Add {
@@ -146,6 +147,7 @@ async fn plan_raw(req: &IncrementalPlanRequest<'_>, mode: ChangeMode) -> Result<
                 )
                 .into());
             }
+            added_by.insert(e.file.file_name.clone(), snapshot.id);
             groups.entry((e.partition.clone(), e.bucket)).or_default().push(e);
         }
     }
@@ -174,7 +176,11 @@ async fn plan_raw(req: &IncrementalPlanRequest<'_>, mode: ChangeMode) -> Result<
         );
         let raw = files
             .iter()
-            .map(|e| SplitFile::new(&e.file, req.schema, &file_schemas))
+            .map(|e| {
+                let mut file = SplitFile::new(&e.file, req.schema, &file_schemas)?;
+                file.snapshot_id = added_by.get(&e.file.file_name).copied();
+                Ok(file)
+            })
             .collect::<Result<Vec<_>>>()?;
         splits.push(ChangeSplit {
             bucket_dir: paths::bucket_path(

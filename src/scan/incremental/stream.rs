@@ -49,6 +49,9 @@ fn split_changes(
 ) -> Result<SendableRecordBatchStream> {
     let dir = split.bucket_dir;
     match split.files {
+        ChangeFiles::Raw(files) if ctx.with_snapshot_id => {
+            Ok(with_snapshot_ids(ctx, &dir, files, batch_size))
+        }
         ChangeFiles::Raw(files) => Ok(run_stream(ctx, &dir, files, batch_size, false)),
         ChangeFiles::Diff { before, after } => {
             let before = state_stream(ctx, &dir, before, batch_size, metrics)?;
@@ -62,6 +65,40 @@ fn split_changes(
             diff_stream(before, after, columns, batch_size)
         }
     }
+}
+
+/// Raw change files read in order, each batch with the id of the snapshot that added its file
+/// appended as a last column.
+fn with_snapshot_ids(
+    ctx: &Arc<ScanContext>,
+    dir: &str,
+    files: Vec<SplitFile>,
+    batch_size: usize,
+) -> SendableRecordBatchStream {
+    let mut fields: Vec<arrow::datatypes::FieldRef> = ctx.layout.schema.fields().iter().cloned().collect();
+    fields.push(Arc::new(arrow::datatypes::Field::new(
+        crate::changelog::CHANGELOG_SNAPSHOT_ID,
+        arrow::datatypes::DataType::Int64,
+        false,
+    )));
+    let schema = Arc::new(arrow::datatypes::Schema::new(fields));
+    let (ctx, dir, out_schema) = (Arc::clone(ctx), dir.to_string(), Arc::clone(&schema));
+    let stream = futures::stream::iter(files)
+        .map(move |file| {
+            let id = file.snapshot_id.unwrap_or(-1);
+            let schema = Arc::clone(&out_schema);
+            run_stream(&ctx, &dir, vec![file], batch_size, false).map(move |batch| {
+                let batch = batch?;
+                let mut columns = batch.columns().to_vec();
+                columns.push(Arc::new(arrow::array::Int64Array::from(vec![
+                    id;
+                    batch.num_rows()
+                ])));
+                Ok(RecordBatch::try_new(Arc::clone(&schema), columns)?)
+            })
+        })
+        .flatten();
+    Box::pin(RecordBatchStreamAdapter::new(schema, stream))
 }
 
 /// The merged state of one bucket (retractions kept): its sections one after another, which

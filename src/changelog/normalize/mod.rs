@@ -1,0 +1,249 @@
+//! `ChangelogNormalizeExec`: turns the raw delta rows of a `changelog-producer = none` table into
+//! its exact changelog (`+I`, `-U`/`+U`, `-D`), as Flink's ChangelogNormalize does, with the
+//! table's merge engine deciding what a row does to its key (see [`state`]).
+//!
+//! ```text
+//! child 0 (seed):    merged rows at the start snapshot ──► state, nothing emitted
+//! child 1 (changes): rowkind, columns, snapshot_id of the delta rows, commit order per key
+//!                    ──► fold batch by batch ──► changes, emitted as each input batch arrives
+//! ```
+//!
+//! Every partition of both children is read here, their streams merged: every key lives in one
+//! bucket, and the rows of a bucket come in commit order from the one partition that reads it.
+//! The children must therefore never be repartitioned (`benefits_from_input_partitioning`).
+
+mod state;
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{internal_err, not_impl_err, Result};
+use datafusion::execution::memory_pool::MemoryConsumer;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType, ReplaceChildrenOptions};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
+};
+use futures::StreamExt;
+
+use self::state::{FoldRules, NormalizeState};
+use crate::spec::{MergeEngine, TableOptions, TableSchema};
+
+/// Normalizes the delta rows of one table into its changelog.
+#[derive(Debug)]
+pub(crate) struct ChangelogNormalizeExec {
+    table: String,
+    /// Merged rows at the start snapshot (table columns); None for an empty start.
+    seed: Option<Arc<dyn ExecutionPlan>>,
+    /// Delta rows: `rowkind`, table columns, `snapshot_id`.
+    changes: Arc<dyn ExecutionPlan>,
+    key_columns: Vec<usize>,
+    rules: FoldRules,
+    properties: Arc<PlanProperties>,
+}
+
+impl ChangelogNormalizeExec {
+    /// Fails for merge engines whose delta rows are not whole rows (partial-update,
+    /// aggregation): normalizing them would be Flink's known wrong answer.
+    pub(crate) fn try_new(
+        table: &str,
+        schema: &TableSchema,
+        seed: Option<Arc<dyn ExecutionPlan>>,
+        changes: Arc<dyn ExecutionPlan>,
+    ) -> Result<Self> {
+        let options = TableOptions::parse(&schema.options)?;
+        if matches!(
+            options.merge_engine,
+            MergeEngine::PartialUpdate | MergeEngine::Aggregation
+        ) {
+            return not_impl_err!(
+                "The changelog of table {table} cannot be derived: merge-engine '{}' with changelog-producer 'none' stores partial rows; set 'changelog-producer' = 'lookup' to get its exact changes",
+                options.merge_engine.as_str()
+            );
+        }
+        let position = |name: &str| schema.fields.iter().position(|f| f.name == name);
+        let key_columns: Vec<usize> = schema.primary_keys.iter().filter_map(|k| position(k)).collect();
+        if key_columns.is_empty() {
+            return not_impl_err!(
+                "Table {table} has no primary key: its changelog is its rows, read t$audit_log"
+            );
+        }
+        let flag = |k: &str| {
+            schema
+                .options
+                .get(k)
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+        };
+        let rules = FoldRules {
+            first_row: options.merge_engine == MergeEngine::FirstRow,
+            ignore_delete: [
+                "ignore-delete",
+                "deduplicate.ignore-delete",
+                "first-row.ignore-delete",
+            ]
+            .iter()
+            .any(|k| flag(k)),
+            sequence_columns: options
+                .sequence_fields
+                .iter()
+                .filter_map(|f| position(f))
+                .collect(),
+        };
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(changes.schema()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        ));
+        Ok(ChangelogNormalizeExec {
+            table: table.to_string(),
+            seed,
+            changes,
+            key_columns,
+            rules,
+            properties,
+        })
+    }
+}
+
+impl DisplayAs for ChangelogNormalizeExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let names: Vec<String> = self
+            .key_columns
+            .iter()
+            .map(|&c| self.changes.schema().field(c + 1).name().clone())
+            .collect();
+        write!(
+            f,
+            "ChangelogNormalizeExec: table={}, key=[{}], seeded={}",
+            self.table,
+            names.join(", "),
+            self.seed.is_some()
+        )?;
+        if self.rules.first_row {
+            write!(f, ", first_row")?;
+        }
+        if !self.rules.sequence_columns.is_empty() {
+            write!(f, ", sequence_field")?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for ChangelogNormalizeExec {
+    fn name(&self) -> &str {
+        "ChangelogNormalizeExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        vec![false; self.children().len()]
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        self.seed.iter().chain(std::iter::once(&self.changes)).collect()
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn replace_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+        _options: ReplaceChildrenOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.with_children(children)
+    }
+
+    #[allow(deprecated)]
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.with_children(children)
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return internal_err!("ChangelogNormalizeExec has one partition, not {partition}");
+        }
+        let reservation = MemoryConsumer::new(format!("ChangelogNormalize[{}]", self.table))
+            .register(context.memory_pool());
+        let state = NormalizeState::try_new(
+            &self.table,
+            self.schema(),
+            self.key_columns.clone(),
+            self.rules.clone(),
+            reservation,
+        )?;
+        let seed = match &self.seed {
+            Some(plan) => Some(all_partitions(plan, &context)?),
+            None => None,
+        };
+        let changes = all_partitions(&self.changes, &context)?;
+        let stream = futures::stream::try_unfold(
+            (state, seed, changes),
+            |(mut state, mut seed, mut changes)| async move {
+                // The whole start state first: it decides what the first changes are.
+                if let Some(mut rows) = seed.take() {
+                    while let Some(batch) = rows.next().await {
+                        state.seed(&batch?)?;
+                    }
+                }
+                while let Some(batch) = changes.next().await {
+                    if let Some(out) = state.fold(&batch?)? {
+                        return Ok(Some((out, (state, None, changes))));
+                    }
+                }
+                Ok(None)
+            },
+        );
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
+    }
+}
+
+/// Every partition of `plan` as one stream; each partition's own order is kept.
+fn all_partitions(
+    plan: &Arc<dyn ExecutionPlan>,
+    context: &Arc<TaskContext>,
+) -> Result<futures::stream::SelectAll<SendableRecordBatchStream>> {
+    let streams = (0..plan.output_partitioning().partition_count())
+        .map(|p| plan.execute(p, Arc::clone(context)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(futures::stream::select_all(streams))
+}
+
+impl ChangelogNormalizeExec {
+    fn with_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let expected = usize::from(self.seed.is_some()) + 1;
+        if children.len() != expected {
+            return internal_err!(
+                "ChangelogNormalizeExec takes {expected} children, got {}",
+                children.len()
+            );
+        }
+        let changes = children.pop().expect("one child at least");
+        let seed = children.pop();
+        Ok(Arc::new(ChangelogNormalizeExec {
+            table: self.table.clone(),
+            seed,
+            changes,
+            key_columns: self.key_columns.clone(),
+            rules: self.rules.clone(),
+            properties: Arc::clone(&self.properties),
+        }))
+    }
+}
