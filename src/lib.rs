@@ -34,6 +34,7 @@ pub(crate) mod meta;
 pub mod scan;
 pub mod spec;
 pub mod sql;
+pub mod stream;
 pub(crate) mod system_tables;
 pub mod table;
 #[doc(hidden)]

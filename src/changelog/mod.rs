@@ -20,7 +20,7 @@ pub(crate) mod normalize;
 mod range;
 
 pub(crate) use normalize::ChangelogNormalizeExec;
-pub(crate) use range::resolve_changelog_range;
+pub(crate) use range::{changelog_capability, resolve_changelog_range, ALLOW_AFTER_ONLY};
 
 /// Last column of `t$changelog`: the snapshot a change belongs to.
 pub(crate) const CHANGELOG_SNAPSHOT_ID: &str = "snapshot_id";

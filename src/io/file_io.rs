@@ -108,6 +108,15 @@ impl FileIO {
         }
     }
 
+    /// When a file was last written, epoch millis; None if it does not exist.
+    pub(crate) async fn last_modified_millis(&self, relative: &str) -> Result<Option<i64>> {
+        match self.store.head(&self.path(relative)).await {
+            Ok(meta) => Ok(Some(meta.last_modified.timestamp_millis())),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Names of the files directly inside a directory (empty if it does not exist).
     pub(crate) async fn list_files(&self, relative_dir: &str) -> Result<Vec<String>> {
         let prefix = self.path(relative_dir);

@@ -4,7 +4,7 @@
 //! [E, end) expire, with end = the first id in [min, maxX) whose successor is younger than
 //!   now - snapshot.time-retained, else maxX, where
 //!   min  = max(L - num-retained.max + 1, E), maxX = min(L - num-retained.min + 1, E + expire.limit,
-//!          the lowest nextSnapshot of any consumer)
+//!          the snapshot before the lowest nextSnapshot of any live consumer)
 //! deleted: the snapshot files first (EARLIEST moves to `end`), then the data files that the delta
 //!   lists of (E, end] DELETE, the changelog files of [E, end), and the manifests, manifest lists,
 //!   index manifests and index files that only expiring snapshots reference
@@ -108,8 +108,8 @@ pub(crate) async fn expire_older_than(
     };
     let min = (latest - options.retain_max + 1).max(earliest);
     let mut max_exclusive = (latest - options.retain_min + 1).min(earliest + options.limit);
-    if let Some(next) = lowest_consumer_snapshot(meta).await? {
-        max_exclusive = max_exclusive.min(next);
+    if let Some(needed) = oldest_consumer_need(meta, schema, chrono::Utc::now().timestamp_millis()).await? {
+        max_exclusive = max_exclusive.min(needed);
     }
     if max_exclusive <= earliest {
         return Ok(0);
@@ -136,22 +136,32 @@ pub(crate) async fn expire_older_than(
     Ok((end - earliest) as usize)
 }
 
-/// The lowest `nextSnapshot` of the consumers in `consumer/` (a consumer still needs it).
-async fn lowest_consumer_snapshot(meta: &TableMeta) -> Result<Option<i64>> {
-    let mut lowest: Option<i64> = None;
-    for name in meta.io().list_files("consumer").await? {
-        if !name.starts_with("consumer-") {
+/// The oldest snapshot a live consumer still needs: the one before its `nextSnapshot` (a tailing
+/// read of a `none` table rebuilds its normalize state from it when it resumes). Consumers
+/// whose file is older than `consumer.expiration-time` are removed instead (Paimon).
+async fn oldest_consumer_need(meta: &TableMeta, schema: &TableSchema, now_ms: i64) -> Result<Option<i64>> {
+    let expiration = match schema.options.get("consumer.expiration-time") {
+        None => None,
+        Some(v) => Some(parse_duration_ms(v).ok_or_else(|| {
+            exec_datafusion_err!(
+                "Option 'consumer.expiration-time' must be a duration such as '1 d', got '{v}'"
+            )
+        })?),
+    };
+    let mut oldest: Option<i64> = None;
+    for consumer in meta.consumers().await? {
+        let stale = match (expiration, consumer.modified_millis) {
+            (Some(ttl), Some(modified)) => modified < now_ms - ttl,
+            _ => false,
+        };
+        if stale {
+            meta.delete_consumer(&consumer.id).await?;
             continue;
         }
-        let file = format!("consumer/{name}");
-        let bytes = meta.io().read(&file, "consumer").await?;
-        let json: serde_json::Value = serde_json::from_slice(&bytes)
-            .map_err(|e| exec_datafusion_err!("Invalid consumer file {}: {e}", meta.io().display(&file)))?;
-        if let Some(next) = json.get("nextSnapshot").and_then(|v| v.as_i64()) {
-            lowest = Some(lowest.map_or(next, |l: i64| l.min(next)));
-        }
+        let need = (consumer.next_snapshot - 1).max(1);
+        oldest = Some(oldest.map_or(need, |o: i64| o.min(need)));
     }
-    Ok(lowest)
+    Ok(oldest)
 }
 
 struct Expiration<'a> {

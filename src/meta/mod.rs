@@ -4,12 +4,14 @@
 //! never rewritten) and always re-reads mutable ones (hint files, directory listings).
 
 mod commit;
+mod consumers;
 mod manifest_merge;
 mod manifests;
 mod schemas;
 mod snapshots;
 
 pub(crate) use commit::{CommitRequest, OverwriteScope};
+pub(crate) use consumers::valid_consumer_id;
 pub(crate) use manifests::PartitionBucket;
 
 use std::sync::Arc;

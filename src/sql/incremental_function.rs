@@ -94,14 +94,19 @@ impl IncrementalQueryFunction {
         let Ok(statements) = DFParser::parse_sql(sql) else {
             return Ok(());
         };
-        let mut calls = CallCollector::default();
+        let mut calls = CallCollector::new(INCREMENTAL_QUERY);
         for statement in &statements {
             collect_calls(statement, &mut calls);
         }
-        if calls.malformed {
+        let Some(calls) = calls
+            .calls
+            .into_iter()
+            .map(|c| c.and_then(CallArgs::new))
+            .collect::<Option<Vec<_>>>()
+        else {
             return malformed();
-        }
-        for args in calls.calls {
+        };
+        for args in calls {
             let provider = open_call(session, &args).await?;
             let mut prepared = self.prepared.lock().expect("lock is never poisoned");
             if prepared.len() >= MAX_PREPARED {
@@ -184,7 +189,7 @@ fn call_options(session: &PaimonSession, args: &CallArgs) -> BTreeMap<String, St
 }
 
 /// A literal argument as text (what planning turned the SQL literal into).
-fn literal_text(expr: &Expr) -> Option<String> {
+pub(super) fn literal_text(expr: &Expr) -> Option<String> {
     let Expr::Literal(value, _) = expr else {
         return None;
     };
@@ -204,8 +209,8 @@ fn literal_text(expr: &Expr) -> Option<String> {
     }
 }
 
-/// Walks a parsed statement (through `EXPLAIN`) for calls of this function.
-fn collect_calls(statement: &DFStatement, calls: &mut CallCollector) {
+/// Walks a parsed statement (through `EXPLAIN`) for calls of the collector's function.
+pub(super) fn collect_calls(statement: &DFStatement, calls: &mut CallCollector) {
     match statement {
         DFStatement::Statement(s) => {
             let _ = s.visit(calls);
@@ -220,12 +225,17 @@ fn collect_calls(statement: &DFStatement, calls: &mut CallCollector) {
     }
 }
 
-/// Collects the literal arguments of every `paimon_incremental_query(...)` relation.
-#[derive(Default)]
-struct CallCollector {
-    calls: Vec<CallArgs>,
-    /// A call has other arguments than three or four literals.
-    malformed: bool,
+/// Collects the literal arguments of every call of one table function (`name(...)` in FROM);
+/// None for a call with an argument that is not a literal.
+pub(super) struct CallCollector {
+    name: &'static str,
+    pub(super) calls: Vec<Option<Vec<String>>>,
+}
+
+impl CallCollector {
+    pub(super) fn new(name: &'static str) -> Self {
+        CallCollector { name, calls: vec![] }
+    }
 }
 
 impl Visitor for CallCollector {
@@ -244,15 +254,12 @@ impl Visitor for CallCollector {
             .0
             .last()
             .and_then(|p| p.as_ident())
-            .is_some_and(|i| i.value.eq_ignore_ascii_case(INCREMENTAL_QUERY));
+            .is_some_and(|i| i.value.eq_ignore_ascii_case(self.name));
         if !is_ours {
             return ControlFlow::Continue(());
         }
-        let values = args.args.iter().map(sql_literal).collect::<Option<Vec<_>>>();
-        match values.and_then(CallArgs::new) {
-            Some(call) => self.calls.push(call),
-            None => self.malformed = true,
-        }
+        self.calls
+            .push(args.args.iter().map(sql_literal).collect::<Option<Vec<_>>>());
         ControlFlow::Continue(())
     }
 }
@@ -287,12 +294,17 @@ mod tests {
     use super::*;
 
     fn calls(sql: &str) -> Vec<CallArgs> {
-        let mut c = CallCollector::default();
+        let mut c = CallCollector::new(INCREMENTAL_QUERY);
         for s in &DFParser::parse_sql(sql).unwrap() {
             collect_calls(s, &mut c);
         }
-        assert!(!c.malformed, "{sql}");
         c.calls
+            .into_iter()
+            .map(|c| {
+                c.and_then(CallArgs::new)
+                    .unwrap_or_else(|| panic!("malformed call in {sql}"))
+            })
+            .collect()
     }
 
     #[test]
@@ -328,11 +340,12 @@ mod tests {
             "SELECT * FROM paimon_incremental_query('t', 1 + 1, 3)",
             "SELECT * FROM paimon_incremental_query('t', 1, 2, 'delta', 'x')",
         ] {
-            let mut c = CallCollector::default();
+            let mut c = CallCollector::new(INCREMENTAL_QUERY);
             for s in &DFParser::parse_sql(sql).unwrap() {
                 collect_calls(s, &mut c);
             }
-            assert!(c.malformed, "{sql}");
+            let malformed = c.calls.into_iter().any(|c| c.and_then(CallArgs::new).is_none());
+            assert!(malformed, "{sql}");
         }
     }
 }

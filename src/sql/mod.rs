@@ -10,6 +10,7 @@ mod incremental_function;
 mod insert_overwrite;
 mod procedures;
 mod session_options;
+mod stream_function;
 
 pub use incremental_function::INCREMENTAL_QUERY;
 pub use session_options::{parse_session_statement, SessionStatement};
@@ -22,6 +23,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::catalog::PaimonCatalog;
 use incremental_function::IncrementalQueryFunction;
+use stream_function::StreamFunction;
 
 /// Name under which the warehouse is registered as the default catalog.
 pub const DEFAULT_CATALOG: &str = "paimon";
@@ -34,6 +36,7 @@ pub struct PaimonSession {
     ctx: SessionContext,
     catalog: Arc<PaimonCatalog>,
     incremental_query: Arc<IncrementalQueryFunction>,
+    stream: Arc<StreamFunction>,
 }
 
 impl std::fmt::Debug for PaimonSession {
@@ -67,10 +70,13 @@ impl PaimonSession {
         ctx.register_catalog(DEFAULT_CATALOG, Arc::clone(&catalog) as _);
         let incremental_query = Arc::new(IncrementalQueryFunction::new());
         ctx.register_udtf(INCREMENTAL_QUERY, Arc::clone(&incremental_query) as _);
+        let stream = Arc::new(StreamFunction::new());
+        ctx.register_udtf(crate::stream::STREAM_FUNCTION, Arc::clone(&stream) as _);
         Ok(PaimonSession {
             ctx,
             catalog,
             incremental_query,
+            stream,
         })
     }
 
@@ -119,6 +125,7 @@ impl PaimonSession {
         let done = dispatch::try_execute(self, sql).await?;
         if done.is_none() {
             self.incremental_query.prepare(self, sql).await?;
+            self.stream.prepare(self, sql).await?;
         }
         Ok(done)
     }

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{BooleanArray, Int64Array, RecordBatch};
+use arrow::array::{BooleanArray, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::{plan_datafusion_err, plan_err, Result};
 use datafusion::dataframe::DataFrame;
@@ -16,6 +16,7 @@ use datafusion::sql::sqlparser::tokenizer::Token;
 use super::ddl::names::{resolve_table, TableName};
 use super::ddl::parser::{DdlParser, ObjectRef};
 use super::PaimonSession;
+use crate::changelog::changelog_capability as changelog_capability_of;
 use crate::compact::{CompactScope, Compaction};
 use crate::maintenance::expire::{expire_older_than, ExpireOptions};
 
@@ -100,6 +101,7 @@ pub(crate) async fn execute(session: &PaimonSession, call: Call) -> Result<DataF
             let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![expired as i64]))])?;
             return session.context().read_batch(batch);
         }
+        "changelog_capability" => return changelog_capability(session, &call).await,
         other => return plan_err!("Unknown procedure 'sys.{other}'"),
     }
     let schema = Arc::new(Schema::new(vec![Field::new("result", DataType::Boolean, false)]));
@@ -148,6 +150,51 @@ async fn expire_snapshots_procedure(session: &PaimonSession, call: &Call) -> Res
     let expired = expire_older_than(&meta, &schema, options, older_than).await?;
     session.catalog().refresh().await?;
     Ok(expired)
+}
+
+/// `sys.changelog_capability(table, start, end)`: one row per stretch of the snapshots
+/// `(start, end]` saying how exactly `t$changelog` can still read their changes: `full`,
+/// `after-only` (the state before them expired) or `expired` (the snapshots are gone), with
+/// the reason. `end` defaults to the latest snapshot.
+async fn changelog_capability(session: &PaimonSession, call: &Call) -> Result<DataFrame> {
+    let (name, schema) = procedure_table(session, call, "changelog_capability").await?;
+    let id = |arg: &str, position: usize| -> Result<Option<i64>> {
+        call.arg(arg, position)
+            .map(|v| {
+                v.trim().parse::<i64>().map_err(|_| {
+                    plan_datafusion_err!("sys.changelog_capability: '{arg}' must be a snapshot id, got '{v}'")
+                })
+            })
+            .transpose()
+    };
+    let meta = session.catalog().table_meta(&name.database, &name.table);
+    let start = id("start", 1)?.unwrap_or(0);
+    let end = match id("end", 2)? {
+        Some(end) => end,
+        None => meta.latest_snapshot_id().await?.unwrap_or(0),
+    };
+    let producer = crate::spec::TableOptions::parse(&schema.options)?.changelog_producer != "none";
+    let stretches = changelog_capability_of(&meta, producer, start, end).await?;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("first_snapshot", DataType::Int64, false),
+        Field::new("last_snapshot", DataType::Int64, false),
+        Field::new("capability", DataType::Utf8, false),
+        Field::new("reason", DataType::Utf8, false),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from_iter_values(stretches.iter().map(|s| s.first))),
+            Arc::new(Int64Array::from_iter_values(stretches.iter().map(|s| s.last))),
+            Arc::new(StringArray::from_iter_values(
+                stretches.iter().map(|s| s.capability.as_str()),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                stretches.iter().map(|s| s.reason.as_str()),
+            )),
+        ],
+    )?;
+    session.context().read_batch(batch)
 }
 
 /// A local timestamp `yyyy-MM-dd HH:mm:ss[.SSS]` (or a date) as epoch millis, or epoch millis.

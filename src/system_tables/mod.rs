@@ -10,6 +10,7 @@
 mod audit_log;
 mod binlog;
 mod buckets;
+mod consumers;
 mod files;
 mod format;
 mod manifests;
@@ -54,6 +55,8 @@ pub(crate) const PARTITIONS: &str = "partitions";
 pub(crate) const BUCKETS: &str = "buckets";
 /// `t$changelog`.
 pub(crate) const CHANGELOG: &str = "changelog";
+/// `t$consumers`.
+pub(crate) const CONSUMERS: &str = "consumers";
 /// `t$tags`.
 pub(crate) const TAGS: &str = "tags";
 /// `t$table_indexes`.
@@ -64,6 +67,7 @@ pub(crate) const SYSTEM_TABLES: &[&str] = &[
     AUDIT_LOG,
     BINLOG,
     CHANGELOG,
+    CONSUMERS,
     SNAPSHOTS,
     SCHEMAS,
     OPTIONS,
@@ -100,6 +104,7 @@ pub(crate) async fn load(
         PARTITIONS => partitions::build(table, meta, options).await,
         BUCKETS => buckets::build(table, meta, options).await,
         TAGS => tags::build(meta).await,
+        CONSUMERS => consumers::build(meta).await,
         TABLE_INDEXES => table_indexes::build(table, meta, options).await,
         other => plan_err!(
             "Unknown system table '{other}' of table {table}; supported: {}",

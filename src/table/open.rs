@@ -36,5 +36,10 @@ pub(crate) async fn open_table(
     };
     let snapshot = resolve_snapshot(&meta, &name, options).await?;
     let schema = read_schema(&meta, snapshot.as_ref(), options).await?;
-    Ok(PaimonTable::try_new(name, meta, snapshot, schema, view)?.with_incremental(incremental))
+    let after_only = options
+        .get(crate::changelog::ALLOW_AFTER_ONLY)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    Ok(PaimonTable::try_new(name, meta, snapshot, schema, view)?
+        .with_incremental(incremental)
+        .with_after_only(after_only))
 }

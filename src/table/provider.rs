@@ -5,7 +5,7 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
-use datafusion::common::{not_impl_err, plan_err, DFSchema, Result};
+use datafusion::common::{internal_err, not_impl_err, plan_err, DFSchema, Result};
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::logical_expr::utils::conjunction;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
@@ -42,6 +42,8 @@ pub struct PaimonTable {
     view: ReadView,
     /// Reads the changes of this range instead of the snapshot.
     incremental: Option<IncrementalRange>,
+    /// `$changelog`: after-images are acceptable where the start state expired.
+    allow_after_only: bool,
 }
 
 impl PaimonTable {
@@ -79,7 +81,16 @@ impl PaimonTable {
             arrow_schema: Arc::new(Schema::new(fields)),
             view,
             incremental: None,
+            allow_after_only: false,
         })
+    }
+
+    /// `$changelog` in the degraded after-only mode (see `changelog::ALLOW_AFTER_ONLY`).
+    pub(crate) fn with_after_only(self, allow: bool) -> Self {
+        PaimonTable {
+            allow_after_only: allow,
+            ..self
+        }
     }
 
     /// Reads the changes of `range` instead of the snapshot (DML still uses the snapshot).
@@ -534,32 +545,31 @@ impl PaimonTable {
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let producer = self.options.changelog_producer != "none";
+        let producer = self.has_changelog_producer();
         let mode = if producer {
             ChangeMode::Changelog
         } else {
             ChangeMode::Delta
         };
-        let range =
-            resolve_changelog_range(&self.meta, &self.name, self.incremental.as_ref(), mode, !producer)
-                .await?;
-        let changes = self.incremental_scan(state, &range, None, filters, None).await?;
+        let resolved = resolve_changelog_range(
+            &self.meta,
+            &self.name,
+            self.incremental.as_ref(),
+            mode,
+            !producer,
+            self.allow_after_only,
+        )
+        .await?;
+        let range = resolved.range;
+        let changes = self.raw_changes(state, &range, filters).await?;
         let plan: Arc<dyn ExecutionPlan> = if producer || range.empty {
             changes
         } else {
-            let seed = match range.start {
-                0 => None,
-                start => {
-                    let snapshot = self.meta.snapshot(start).await?;
-                    let at_start = PaimonTable::try_new(
-                        self.name.clone(),
-                        Arc::clone(&self.meta),
-                        Some(snapshot),
-                        Arc::clone(&self.schema),
-                        ReadView::Table,
-                    )?;
-                    Some(at_start.batch_scan(state, None, filters, None).await?)
-                }
+            let seed = if resolved.seeded {
+                let snapshot = self.meta.snapshot(range.start).await?;
+                Some(self.rows_at(state, snapshot, filters).await?)
+            } else {
+                None
             };
             Arc::new(ChangelogNormalizeExec::try_new(
                 &self.name,
@@ -583,6 +593,66 @@ impl PaimonTable {
             })
             .collect::<Vec<_>>();
         Ok(Arc::new(ProjectionExec::try_new(exprs, plan)?))
+    }
+
+    /// Whether the table writes changelog files (any producer but `none`).
+    pub(crate) fn has_changelog_producer(&self) -> bool {
+        self.options.changelog_producer != "none"
+    }
+
+    /// The stored change rows of `range` (`rowkind`, columns, `snapshot_id`) of a `$changelog`
+    /// table, not normalized: changelog files with a producer, else the delta files of APPEND
+    /// snapshots.
+    pub(crate) async fn raw_changes(
+        &self,
+        state: &dyn Session,
+        range: &IncrementalRange,
+        filters: &[Expr],
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if self.view != ReadView::Changelog {
+            return internal_err!(
+                "raw changes are read through the $changelog view of {}",
+                self.name
+            );
+        }
+        let mode = if self.has_changelog_producer() {
+            ChangeMode::Changelog
+        } else {
+            ChangeMode::Delta
+        };
+        let range = IncrementalRange {
+            mode,
+            diff: None,
+            ..range.clone()
+        };
+        self.incremental_scan(state, &range, None, filters, None).await
+    }
+
+    /// The merged rows of `snapshot` (table columns), files pruned by `filters`.
+    pub(crate) async fn rows_at(
+        &self,
+        state: &dyn Session,
+        snapshot: Snapshot,
+        filters: &[Expr],
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let at = PaimonTable::try_new(
+            self.name.clone(),
+            Arc::clone(&self.meta),
+            Some(snapshot),
+            Arc::clone(&self.schema),
+            ReadView::Table,
+        )?;
+        at.batch_scan(state, None, filters, None).await
+    }
+
+    /// The table's metadata.
+    pub(crate) fn meta(&self) -> &Arc<TableMeta> {
+        &self.meta
+    }
+
+    /// The read schema.
+    pub(crate) fn table_schema(&self) -> &Arc<TableSchema> {
+        &self.schema
     }
 
     /// The pushed-down filters usable for pruning, over the table's stored columns.

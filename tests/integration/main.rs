@@ -15,6 +15,7 @@ mod errors;
 mod fixtures;
 mod incremental;
 mod long_history;
+mod tailing;
 
 use std::path::{Path, PathBuf};
 

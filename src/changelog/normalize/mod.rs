@@ -29,7 +29,8 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
-use self::state::{FoldRules, NormalizeState};
+use self::state::FoldRules;
+pub(crate) use self::state::NormalizeState;
 use crate::spec::{MergeEngine, TableOptions, TableSchema};
 
 /// Normalizes the delta rows of one table into its changelog.
@@ -46,52 +47,14 @@ pub(crate) struct ChangelogNormalizeExec {
 }
 
 impl ChangelogNormalizeExec {
-    /// Fails for merge engines whose delta rows are not whole rows (partial-update,
-    /// aggregation): normalizing them would be Flink's known wrong answer.
+    /// Fails for merge engines whose delta rows are not whole rows (see `fold_rules`).
     pub(crate) fn try_new(
         table: &str,
         schema: &TableSchema,
         seed: Option<Arc<dyn ExecutionPlan>>,
         changes: Arc<dyn ExecutionPlan>,
     ) -> Result<Self> {
-        let options = TableOptions::parse(&schema.options)?;
-        if matches!(
-            options.merge_engine,
-            MergeEngine::PartialUpdate | MergeEngine::Aggregation
-        ) {
-            return not_impl_err!(
-                "The changelog of table {table} cannot be derived: merge-engine '{}' with changelog-producer 'none' stores partial rows; set 'changelog-producer' = 'lookup' to get its exact changes",
-                options.merge_engine.as_str()
-            );
-        }
-        let position = |name: &str| schema.fields.iter().position(|f| f.name == name);
-        let key_columns: Vec<usize> = schema.primary_keys.iter().filter_map(|k| position(k)).collect();
-        if key_columns.is_empty() {
-            return not_impl_err!(
-                "Table {table} has no primary key: its changelog is its rows, read t$audit_log"
-            );
-        }
-        let flag = |k: &str| {
-            schema
-                .options
-                .get(k)
-                .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-        };
-        let rules = FoldRules {
-            first_row: options.merge_engine == MergeEngine::FirstRow,
-            ignore_delete: [
-                "ignore-delete",
-                "deduplicate.ignore-delete",
-                "first-row.ignore-delete",
-            ]
-            .iter()
-            .any(|k| flag(k)),
-            sequence_columns: options
-                .sequence_fields
-                .iter()
-                .filter_map(|f| position(f))
-                .collect(),
-        };
+        let (key_columns, rules) = fold_rules(table, schema)?;
         let properties = Arc::new(PlanProperties::new(
             EquivalenceProperties::new(changes.schema()),
             Partitioning::UnknownPartitioning(1),
@@ -210,6 +173,64 @@ impl ExecutionPlan for ChangelogNormalizeExec {
         );
         Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
     }
+}
+
+/// The key columns and fold rules of `schema`. Fails for merge engines whose delta rows are
+/// not whole rows (partial-update, aggregation): normalizing them would be Flink's known wrong
+/// answer.
+fn fold_rules(table: &str, schema: &TableSchema) -> Result<(Vec<usize>, FoldRules)> {
+    let options = TableOptions::parse(&schema.options)?;
+    if matches!(
+        options.merge_engine,
+        MergeEngine::PartialUpdate | MergeEngine::Aggregation
+    ) {
+        return not_impl_err!(
+            "The changelog of table {table} cannot be derived: merge-engine '{}' with changelog-producer 'none' stores partial rows; set 'changelog-producer' = 'lookup' to get its exact changes",
+            options.merge_engine.as_str()
+        );
+    }
+    let position = |name: &str| schema.fields.iter().position(|f| f.name == name);
+    let key_columns: Vec<usize> = schema.primary_keys.iter().filter_map(|k| position(k)).collect();
+    if key_columns.is_empty() {
+        return not_impl_err!(
+            "Table {table} has no primary key: its changelog is its rows, read t$audit_log"
+        );
+    }
+    let flag = |k: &str| {
+        schema
+            .options
+            .get(k)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    };
+    let rules = FoldRules {
+        first_row: options.merge_engine == MergeEngine::FirstRow,
+        ignore_delete: [
+            "ignore-delete",
+            "deduplicate.ignore-delete",
+            "first-row.ignore-delete",
+        ]
+        .iter()
+        .any(|k| flag(k)),
+        sequence_columns: options
+            .sequence_fields
+            .iter()
+            .filter_map(|f| position(f))
+            .collect(),
+    };
+    Ok((key_columns, rules))
+}
+
+/// A fresh normalize state for `table`, whose changes have the schema `output` (`rowkind`,
+/// columns, `snapshot_id`), accounted to `pool` (tailing reads keep one for their lifetime).
+pub(crate) fn normalize_state(
+    table: &str,
+    schema: &TableSchema,
+    output: datafusion::arrow::datatypes::SchemaRef,
+    pool: &Arc<dyn datafusion::execution::memory_pool::MemoryPool>,
+) -> Result<NormalizeState> {
+    let (key_columns, rules) = fold_rules(table, schema)?;
+    let reservation = MemoryConsumer::new(format!("ChangelogNormalize[{table}]")).register(pool);
+    NormalizeState::try_new(table, output, key_columns, rules, reservation)
 }
 
 /// Every partition of `plan` as one stream; each partition's own order is kept.
