@@ -38,12 +38,12 @@ async fn setup(dir: &std::path::Path, buckets: u32, keys: i64) -> PaimonSession 
     ))
     .await;
     run(format!(
-        "INSERT INTO b.t SELECT value, value, concat('s', CAST(value AS VARCHAR)) FROM generate_series(1, {keys})"
+        "INSERT INTO b.t SELECT value AS k, value AS v, concat('s', CAST(value AS VARCHAR)) AS s FROM generate_series(1, {keys})"
     ))
     .await;
     for round in 1..=5 {
         run(format!(
-            "INSERT INTO b.t SELECT value, value + {round}, 'u' FROM generate_series(1, {keys}) WHERE value % 10 = {round}"
+            "INSERT INTO b.t SELECT value AS k, value + {round} AS v, 'u' AS s FROM generate_series(1, {keys}) WHERE value % 10 = {round}"
         ))
         .await;
     }

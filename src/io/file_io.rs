@@ -132,6 +132,31 @@ impl FileIO {
         }
     }
 
+    /// Every file below a directory, recursively: (path relative to the root, last write in
+    /// epoch millis).
+    pub(crate) async fn list_recursive(&self, relative_dir: &str) -> Result<Vec<(String, i64)>> {
+        let prefix = self.path(relative_dir);
+        let root = self.root.as_ref().to_string();
+        let objects: Vec<object_store::ObjectMeta> = match self.store.list(Some(&prefix)).try_collect().await
+        {
+            Ok(objects) => objects,
+            Err(object_store::Error::NotFound { .. }) => vec![],
+            Err(e) => return Err(e.into()),
+        };
+        Ok(objects
+            .into_iter()
+            .map(|o| {
+                let full = o.location.as_ref();
+                let relative = full
+                    .strip_prefix(root.as_str())
+                    .unwrap_or(full)
+                    .trim_start_matches('/')
+                    .to_string();
+                (relative, o.last_modified.timestamp_millis())
+            })
+            .collect())
+    }
+
     /// Names of the sub-directories directly inside a directory.
     pub(crate) async fn list_dirs(&self, relative_dir: &str) -> Result<Vec<String>> {
         let prefix = self.path(relative_dir);

@@ -17,8 +17,9 @@ use std::collections::{BTreeMap, HashSet};
 
 use datafusion::common::{exec_datafusion_err, exec_err, Result};
 
+use super::files::{Referenced, TableFiles};
 use crate::meta::TableMeta;
-use crate::spec::{paths, BinaryRow, DataType, FileKind, ManifestEntry, Snapshot, TableOptions, TableSchema};
+use crate::spec::{paths, FileKind, Snapshot, TableSchema};
 
 /// Retention settings (Paimon's defaults).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -127,9 +128,7 @@ pub(crate) async fn expire_older_than(
     }
     Expiration {
         meta,
-        partition_types: schema.partition_types(),
-        partition_keys: &schema.partition_keys,
-        options: TableOptions::parse(&schema.options)?,
+        files: TableFiles::new(meta, schema)?,
     }
     .run(earliest, end)
     .await?;
@@ -166,16 +165,7 @@ async fn oldest_consumer_need(meta: &TableMeta, schema: &TableSchema, now_ms: i6
 
 struct Expiration<'a> {
     meta: &'a TableMeta,
-    partition_types: Vec<DataType>,
-    partition_keys: &'a [String],
-    options: TableOptions,
-}
-
-/// Every metadata file a snapshot references, by name within `manifest/` and `index/`.
-#[derive(Default)]
-struct Referenced {
-    manifests: HashSet<String>,
-    index_files: HashSet<String>,
+    files: TableFiles<'a>,
 }
 
 impl Expiration<'_> {
@@ -188,20 +178,20 @@ impl Expiration<'_> {
         // What must survive: snapshot `end` and every tag.
         let mut keep = Referenced::default();
         let mut tagged_files: HashSet<String> = HashSet::new();
-        self.collect(&end_snapshot[0], &mut keep).await?;
+        self.files.collect(&end_snapshot[0], &mut keep).await?;
         for tag in meta.tags().await? {
-            self.collect(&tag.snapshot, &mut keep).await?;
+            self.files.collect(&tag.snapshot, &mut keep).await?;
             for e in meta.live_files(&tag.snapshot, |_| true).await?.entries() {
-                tagged_files.extend(self.data_path(e)?);
+                tagged_files.extend(self.files.data_path(e)?);
             }
         }
         // What the expiring snapshots leave behind (read before anything is deleted).
         let mut data_files: Vec<String> = Vec::new();
         let mut drop = Referenced::default();
         for snapshot in expiring {
-            self.collect(snapshot, &mut drop).await?;
+            self.files.collect(snapshot, &mut drop).await?;
             for e in meta.changelog_entries(snapshot).await? {
-                data_files.extend(self.data_path(&e)?);
+                data_files.extend(self.files.data_path(&e)?);
             }
         }
         // A file a snapshot's delta DELETEs is used by no later snapshot: look at (E, end].
@@ -214,7 +204,7 @@ impl Expiration<'_> {
                 .collect();
             for e in delta.iter().filter(|e| e.kind == FileKind::Delete) {
                 if !re_added.contains(e.file.file_name.as_str()) {
-                    data_files.extend(self.data_path(e)?);
+                    data_files.extend(self.files.data_path(e)?);
                 }
             }
         }
@@ -235,48 +225,6 @@ impl Expiration<'_> {
             meta.io().delete(&paths::index_file(name)).await?;
         }
         Ok(())
-    }
-
-    /// Adds the manifest lists, manifests, index manifest and index files of `snapshot`.
-    async fn collect(&self, snapshot: &Snapshot, into: &mut Referenced) -> Result<()> {
-        let meta = self.meta;
-        let mut lists = vec![
-            snapshot.base_manifest_list.clone(),
-            snapshot.delta_manifest_list.clone(),
-        ];
-        lists.extend(snapshot.changelog_manifest_list.clone());
-        for list in lists {
-            for m in meta.manifest_list(&list).await? {
-                into.manifests.insert(m.file_name);
-            }
-            into.manifests.insert(list);
-        }
-        if let Some(index) = &snapshot.index_manifest {
-            for e in meta.index_manifest(index).await? {
-                if e.kind == FileKind::Add && e.external_path.is_none() {
-                    into.index_files.insert(e.file_name);
-                }
-            }
-            into.manifests.insert(index.clone());
-        }
-        Ok(())
-    }
-
-    /// Path of a data or changelog file relative to the table root; None for files at an
-    /// external path, which this expiration leaves in place.
-    fn data_path(&self, e: &ManifestEntry) -> Result<Option<String>> {
-        if e.file.external_path.is_some() {
-            return Ok(None);
-        }
-        let values = BinaryRow::decode(&e.partition, &self.partition_types)?.values;
-        let partition =
-            paths::partition_path(self.partition_keys, &values, &self.options.partition_default_name);
-        let dir = paths::bucket_path(
-            self.options.data_file_path_directory.as_deref(),
-            &partition,
-            e.bucket,
-        );
-        Ok(Some(format!("{dir}/{}", e.file.file_name)))
     }
 }
 

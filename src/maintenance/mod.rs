@@ -3,7 +3,13 @@
 //! * [`expire`]: snapshot expiration by `snapshot.num-retained.*`, `snapshot.time-retained` and
 //!   `snapshot.expire.limit`, after every commit and from `CALL sys.expire_snapshots`.
 //!
+//! * [`orphans`]: `sys.remove_orphan_files`.
+//! * [`tags`]: `sys.create_tag`, `sys.delete_tag`, `sys.rollback_to`.
+//!
 //! Manifest merging runs inside every commit (`meta::manifest_merge`), since it is part of
 //! writing the snapshot's base manifest list.
 
 pub(crate) mod expire;
+mod files;
+pub(crate) mod orphans;
+pub(crate) mod tags;

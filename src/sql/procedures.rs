@@ -19,6 +19,7 @@ use super::PaimonSession;
 use crate::changelog::changelog_capability as changelog_capability_of;
 use crate::compact::{CompactScope, Compaction};
 use crate::maintenance::expire::{expire_older_than, ExpireOptions};
+use crate::maintenance::tags;
 
 /// A parsed `CALL`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +103,10 @@ pub(crate) async fn execute(session: &PaimonSession, call: Call) -> Result<DataF
             return session.context().read_batch(batch);
         }
         "changelog_capability" => return changelog_capability(session, &call).await,
+        "remove_orphan_files" => return remove_orphan_files(session, &call).await,
+        "create_tag" => tag_procedure(session, &call, TagAction::Create).await?,
+        "delete_tag" => tag_procedure(session, &call, TagAction::Delete).await?,
+        "rollback_to" => tag_procedure(session, &call, TagAction::Rollback).await?,
         other => return plan_err!("Unknown procedure 'sys.{other}'"),
     }
     let schema = Arc::new(Schema::new(vec![Field::new("result", DataType::Boolean, false)]));
@@ -150,6 +155,124 @@ async fn expire_snapshots_procedure(session: &PaimonSession, call: &Call) -> Res
     let expired = expire_older_than(&meta, &schema, options, older_than).await?;
     session.catalog().refresh().await?;
     Ok(expired)
+}
+
+/// `sys.remove_orphan_files(table [, older_than [, dry_run]])`: deletes the files no snapshot
+/// or tag references, written before `older_than` (default: a day ago); one row per file
+/// (`orphan_file`, relative to the table), also with `dry_run => 'true'`, which deletes nothing.
+async fn remove_orphan_files(session: &PaimonSession, call: &Call) -> Result<DataFrame> {
+    let (name, schema) = procedure_table(session, call, "remove_orphan_files").await?;
+    let now = chrono::Utc::now().timestamp_millis();
+    let older_than = match call.arg("older_than", 1) {
+        None => now - 86_400_000,
+        Some(text) => parse_timestamp_ms(text).ok_or_else(|| {
+            plan_datafusion_err!("sys.remove_orphan_files: invalid older_than '{text}': expected 'yyyy-MM-dd HH:mm:ss' or epoch millis")
+        })?,
+    };
+    let dry_run = match call.arg("dry_run", 2).map(|v| v.trim().to_ascii_lowercase()) {
+        None => false,
+        Some(v) if v == "true" => true,
+        Some(v) if v == "false" => false,
+        Some(v) => return plan_err!("sys.remove_orphan_files: dry_run must be true or false, got '{v}'"),
+    };
+    let meta = session.catalog().table_meta(&name.database, &name.table);
+    let orphans =
+        crate::maintenance::orphans::remove_orphan_files(&meta, &schema, older_than, dry_run).await?;
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "orphan_file",
+        DataType::Utf8,
+        false,
+    )]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![Arc::new(StringArray::from_iter_values(orphans.iter()))],
+    )?;
+    session.context().read_batch(batch)
+}
+
+enum TagAction {
+    Create,
+    Delete,
+    Rollback,
+}
+
+/// `sys.create_tag(table, tag [, snapshot_id [, time_retained]])`,
+/// `sys.delete_tag(table, tag)` (several tags comma-separated) and
+/// `sys.rollback_to(table, tag)` / `sys.rollback_to(table, snapshot_id => n)`.
+async fn tag_procedure(session: &PaimonSession, call: &Call, action: TagAction) -> Result<()> {
+    let procedure = match action {
+        TagAction::Create => "create_tag",
+        TagAction::Delete => "delete_tag",
+        TagAction::Rollback => "rollback_to",
+    };
+    let (name, schema) = procedure_table(session, call, procedure).await?;
+    let meta = session.catalog().table_meta(&name.database, &name.table);
+    let table = name.to_string();
+    let number = |arg: &str, value: &str| -> Result<i64> {
+        value
+            .trim()
+            .parse::<i64>()
+            .map_err(|_| plan_datafusion_err!("sys.{procedure}: '{arg}' must be an integer, got '{value}'"))
+    };
+    match action {
+        TagAction::Create => {
+            let tag = call.arg("tag", 1).ok_or_else(|| {
+                plan_datafusion_err!("sys.create_tag needs a tag name: CALL sys.create_tag('db.t', 'tag')")
+            })?;
+            let snapshot = call
+                .arg("snapshot_id", 2)
+                .map(|v| number("snapshot_id", v))
+                .transpose()?;
+            let retained = match call.arg("time_retained", 3) {
+                None => None,
+                Some(v) => Some(crate::maintenance::expire::parse_duration_ms(v).ok_or_else(|| {
+                    plan_datafusion_err!(
+                        "sys.create_tag: invalid time_retained '{v}': expected a duration such as '1 d'"
+                    )
+                })?),
+            };
+            tags::create_tag(&meta, &table, tag.trim(), snapshot, retained).await?;
+        }
+        TagAction::Delete => {
+            let tags_arg = call.arg("tag", 1).ok_or_else(|| {
+                plan_datafusion_err!("sys.delete_tag needs a tag name: CALL sys.delete_tag('db.t', 'tag')")
+            })?;
+            let names: Vec<&str> = tags_arg
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
+            tags::delete_tags(&meta, &table, &names).await?;
+        }
+        TagAction::Rollback => {
+            let named_snapshot = call
+                .args
+                .iter()
+                .find(|(n, _)| n.as_deref() == Some("snapshot_id"));
+            let target =
+                match (named_snapshot, call.arg("tag", 1), call.arg("snapshot_id", 2)) {
+                    (Some((_, v)), _, _) => tags::RollbackTarget::Snapshot(number("snapshot_id", v)?),
+                    (None, Some(tag), _)
+                        if meta
+                            .io()
+                            .exists(&crate::spec::paths::tag_file(tag.trim()))
+                            .await? =>
+                    {
+                        tags::RollbackTarget::Tag(tag.trim())
+                    }
+                    (None, Some(v), _) if v.trim().parse::<i64>().is_ok() => {
+                        tags::RollbackTarget::Snapshot(number("snapshot_id", v)?)
+                    }
+                    (None, Some(tag), _) if !tag.trim().is_empty() => tags::RollbackTarget::Tag(tag.trim()),
+                    (None, _, Some(v)) => tags::RollbackTarget::Snapshot(number("snapshot_id", v)?),
+                    _ => return plan_err!(
+                        "sys.rollback_to needs a tag or a snapshot id: CALL sys.rollback_to('db.t', 'tag')"
+                    ),
+                };
+            tags::rollback_to(&meta, &schema, &table, target).await?;
+        }
+    }
+    session.catalog().refresh().await
 }
 
 /// `sys.changelog_capability(table, start, end)`: one row per stretch of the snapshots

@@ -333,3 +333,20 @@ INSERT INTO interop.expiring VALUES (2, 'B'), (7, 'g');
 INSERT INTO interop.expiring VALUES (3, 'C');
 DELETE FROM interop.expiring WHERE k = 4;
 CALL sys.expire_snapshots(`table` => 'interop.expiring', retain_max => 2, retain_min => 1);
+
+----------------------------------------------------------------------------------------------------
+-- Tags and rollback: a tag of snapshot 2, later snapshots rolled back to it, then a new commit
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.rolled_back (
+    k INT,
+    v STRING,
+    PRIMARY KEY (k) NOT ENFORCED
+) WITH ('bucket' = '2');
+
+INSERT INTO interop.rolled_back VALUES (1, 'a'), (2, 'b');
+INSERT INTO interop.rolled_back VALUES (3, 'c');
+CALL sys.create_tag('interop.rolled_back', 'kept', 2);
+INSERT INTO interop.rolled_back VALUES (1, 'A'), (4, 'd');
+DELETE FROM interop.rolled_back WHERE k = 2;
+CALL sys.rollback_to('interop.rolled_back', 'kept');
+INSERT INTO interop.rolled_back VALUES (5, 'e');

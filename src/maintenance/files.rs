@@ -1,0 +1,77 @@
+//! The files a table's snapshots reference: what expiration, rollback and tag deletion may
+//! delete and what they must keep.
+
+use std::collections::HashSet;
+
+use datafusion::common::Result;
+
+use crate::meta::TableMeta;
+use crate::spec::{paths, BinaryRow, DataType, FileKind, ManifestEntry, Snapshot, TableOptions, TableSchema};
+
+/// Every metadata file a snapshot references, by name within `manifest/` and `index/`.
+#[derive(Default)]
+pub(super) struct Referenced {
+    pub(super) manifests: HashSet<String>,
+    pub(super) index_files: HashSet<String>,
+}
+
+/// Resolves the files of one table's snapshots.
+pub(super) struct TableFiles<'a> {
+    meta: &'a TableMeta,
+    partition_types: Vec<DataType>,
+    partition_keys: &'a [String],
+    options: TableOptions,
+}
+
+impl<'a> TableFiles<'a> {
+    pub(super) fn new(meta: &'a TableMeta, schema: &'a TableSchema) -> Result<Self> {
+        Ok(TableFiles {
+            meta,
+            partition_types: schema.partition_types(),
+            partition_keys: &schema.partition_keys,
+            options: TableOptions::parse(&schema.options)?,
+        })
+    }
+
+    /// Adds the manifest lists, manifests, index manifest and index files of `snapshot`.
+    pub(super) async fn collect(&self, snapshot: &Snapshot, into: &mut Referenced) -> Result<()> {
+        let meta = self.meta;
+        let mut lists = vec![
+            snapshot.base_manifest_list.clone(),
+            snapshot.delta_manifest_list.clone(),
+        ];
+        lists.extend(snapshot.changelog_manifest_list.clone());
+        for list in lists {
+            for m in meta.manifest_list(&list).await? {
+                into.manifests.insert(m.file_name);
+            }
+            into.manifests.insert(list);
+        }
+        if let Some(index) = &snapshot.index_manifest {
+            for e in meta.index_manifest(index).await? {
+                if e.kind == FileKind::Add && e.external_path.is_none() {
+                    into.index_files.insert(e.file_name);
+                }
+            }
+            into.manifests.insert(index.clone());
+        }
+        Ok(())
+    }
+
+    /// Path of a data or changelog file relative to the table root; None for files at an
+    /// external path, which this expiration leaves in place.
+    pub(super) fn data_path(&self, e: &ManifestEntry) -> Result<Option<String>> {
+        if e.file.external_path.is_some() {
+            return Ok(None);
+        }
+        let values = BinaryRow::decode(&e.partition, &self.partition_types)?.values;
+        let partition =
+            paths::partition_path(self.partition_keys, &values, &self.options.partition_default_name);
+        let dir = paths::bucket_path(
+            self.options.data_file_path_directory.as_deref(),
+            &partition,
+            e.bucket,
+        );
+        Ok(Some(format!("{dir}/{}", e.file.file_name)))
+    }
+}
