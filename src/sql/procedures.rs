@@ -249,26 +249,27 @@ async fn tag_procedure(session: &PaimonSession, call: &Call, action: TagAction) 
                 .args
                 .iter()
                 .find(|(n, _)| n.as_deref() == Some("snapshot_id"));
-            let target =
-                match (named_snapshot, call.arg("tag", 1), call.arg("snapshot_id", 2)) {
-                    (Some((_, v)), _, _) => tags::RollbackTarget::Snapshot(number("snapshot_id", v)?),
-                    (None, Some(tag), _)
-                        if meta
-                            .io()
-                            .exists(&crate::spec::paths::tag_file(tag.trim()))
-                            .await? =>
-                    {
-                        tags::RollbackTarget::Tag(tag.trim())
-                    }
-                    (None, Some(v), _) if v.trim().parse::<i64>().is_ok() => {
-                        tags::RollbackTarget::Snapshot(number("snapshot_id", v)?)
-                    }
-                    (None, Some(tag), _) if !tag.trim().is_empty() => tags::RollbackTarget::Tag(tag.trim()),
-                    (None, _, Some(v)) => tags::RollbackTarget::Snapshot(number("snapshot_id", v)?),
-                    _ => return plan_err!(
+            let target = match (named_snapshot, call.arg("tag", 1), call.arg("snapshot_id", 2)) {
+                (Some((_, v)), _, _) => tags::RollbackTarget::Snapshot(number("snapshot_id", v)?),
+                (None, Some(tag), _)
+                    if meta
+                        .io()
+                        .exists(&crate::spec::paths::tag_file(tag.trim()))
+                        .await? =>
+                {
+                    tags::RollbackTarget::Tag(tag.trim())
+                }
+                (None, Some(v), _) if v.trim().parse::<i64>().is_ok() => {
+                    tags::RollbackTarget::Snapshot(number("snapshot_id", v)?)
+                }
+                (None, Some(tag), _) if !tag.trim().is_empty() => tags::RollbackTarget::Tag(tag.trim()),
+                (None, _, Some(v)) => tags::RollbackTarget::Snapshot(number("snapshot_id", v)?),
+                _ => {
+                    return plan_err!(
                         "sys.rollback_to needs a tag or a snapshot id: CALL sys.rollback_to('db.t', 'tag')"
-                    ),
-                };
+                    )
+                }
+            };
             tags::rollback_to(&meta, &schema, &table, target).await?;
         }
     }

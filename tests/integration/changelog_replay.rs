@@ -267,3 +267,66 @@ async fn normalized_changelog_replays_and_equals_lookup() {
         }
     }
 }
+
+/// The normalize state is accounted to the memory pool: a pool too small for it fails the
+/// query with an error that says so, instead of growing without bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn normalize_state_is_bounded_by_the_memory_pool() {
+    use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+    use datafusion::prelude::{SessionConfig, SessionContext};
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let location = dir.path().to_str().expect("utf-8");
+    let writer = PaimonSession::open(location).await.expect("open");
+    run_sql(&writer, "CREATE DATABASE m").await.expect("db");
+    run_sql(
+        &writer,
+        "CREATE TABLE m.t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1')",
+    )
+    .await
+    .expect("create");
+    run_sql(
+        &writer,
+        "INSERT INTO m.t SELECT value AS k, repeat('x', 40) AS v FROM generate_series(1, 20000)",
+    )
+    .await
+    .expect("insert");
+    run_sql(&writer, "INSERT INTO m.t VALUES (1, 'y')")
+        .await
+        .expect("update");
+
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_limit(256 * 1024, 1.0)
+        .build_arc()
+        .expect("runtime");
+    let config = SessionConfig::new()
+        .with_default_catalog_and_schema("paimon", "default")
+        .with_create_default_catalog_and_schema(false);
+    let ctx = SessionContext::new_with_config_rt(config, runtime);
+    let small = PaimonSession::register(ctx, location).await.expect("register");
+    let err = run_sql(
+        &small,
+        "SELECT count(*) FROM paimon_incremental_query('m.t$changelog', 1, 2)",
+    )
+    .await
+    .expect_err("the state of 20k keys does not fit 256 KiB");
+    assert!(
+        err.to_string()
+            .contains("ChangelogNormalize of table m.t$changelog needs more memory"),
+        "{err}"
+    );
+    // With enough memory the same query works: -U/+U of key 1.
+    let rows = run_sql(
+        &writer,
+        "SELECT count(*) FROM paimon_incremental_query('m.t$changelog', 1, 2)",
+    )
+    .await
+    .expect("query");
+    assert_eq!(
+        rows[0]
+            .column(0)
+            .as_primitive::<arrow::datatypes::Int64Type>()
+            .value(0),
+        2
+    );
+}

@@ -5,14 +5,13 @@
 //! the whole row (compared byte-wise for "unchanged"), and one for the `sequence.field` columns.
 //! Every row's bytes are accounted to the DataFusion memory pool.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, UInt32Array};
 use arrow::compute::{interleave, take};
 use arrow::datatypes::SchemaRef;
 use arrow::row::{OwnedRow, RowConverter, SortField};
-use datafusion::common::{exec_datafusion_err, Result};
+use datafusion::common::{exec_datafusion_err, HashMap, Result};
 use datafusion::execution::memory_pool::MemoryReservation;
 
 /// How rows fold, from the table's options.
@@ -51,6 +50,8 @@ pub(crate) struct NormalizeState {
     sequence: Option<RowConverter>,
     /// Key row bytes -> stored row.
     rows: HashMap<Box<[u8]>, Stored>,
+    /// Bytes the state holds; the reservation follows it after every batch.
+    bytes: usize,
     reservation: MemoryReservation,
     /// Output schema: `rowkind`, the table columns, `snapshot_id`.
     output: SchemaRef,
@@ -80,7 +81,8 @@ impl NormalizeState {
             sequence,
             key_columns,
             rules,
-            rows: HashMap::new(),
+            rows: HashMap::default(),
+            bytes: 0,
             reservation,
             output,
         })
@@ -97,9 +99,9 @@ impl NormalizeState {
                 values: values.row(row).owned(),
                 sequence: sequence.as_ref().map(|s| s.row(row).owned()),
             };
-            self.insert(keys.row(row).as_ref(), stored)?;
+            self.insert(keys.row(row).as_ref(), stored);
         }
-        Ok(())
+        self.account()
     }
 
     /// Folds one batch of delta rows (`rowkind`, table columns, `snapshot_id`) and returns the
@@ -160,8 +162,9 @@ impl NormalizeState {
                 values: new_values.owned(),
                 sequence: new_sequence.map(|s| s.owned()),
             };
-            self.insert(key.as_ref(), stored)?;
+            self.insert(key.as_ref(), stored);
         }
+        self.account()?;
         if out.is_empty() {
             return Ok(None);
         }
@@ -221,26 +224,41 @@ impl NormalizeState {
         Ok(Some(converter.convert_columns(&seq)?))
     }
 
-    fn insert(&mut self, key: &[u8], stored: Stored) -> Result<()> {
+    /// Stores `stored` for `key`; an existing key keeps its allocation.
+    fn insert(&mut self, key: &[u8], stored: Stored) {
         let size = stored_size(key.len(), &stored);
-        self.reservation.try_grow(size).map_err(|e| {
-            exec_datafusion_err!(
-                "ChangelogNormalize of table {} needs more memory for its per-key state than the memory pool grants ({e}); narrow the snapshot range or raise the memory limit",
-                self.table
-            )
-        })?;
-        if let Some(old) = self.rows.insert(key.into(), stored) {
-            self.reservation
-                .shrink(stored_size(key.len(), &old).min(self.reservation.size()));
+        match self.rows.get_mut(key) {
+            Some(slot) => {
+                let old = std::mem::replace(slot, stored);
+                self.bytes -= stored_size(key.len(), &old);
+            }
+            None => {
+                self.rows.insert(key.into(), stored);
+            }
         }
-        Ok(())
+        self.bytes += size;
     }
 
     fn remove(&mut self, key: &[u8]) -> Stored {
         let stored = self.rows.remove(key).expect("the key is present");
-        self.reservation
-            .shrink(stored_size(key.len(), &stored).min(self.reservation.size()));
+        self.bytes -= stored_size(key.len(), &stored);
         stored
+    }
+
+    /// Brings the memory reservation to the state's size (once per batch, not per row).
+    fn account(&mut self) -> Result<()> {
+        let reserved = self.reservation.size();
+        if self.bytes > reserved {
+            self.reservation.try_grow(self.bytes - reserved).map_err(|e| {
+                exec_datafusion_err!(
+                    "ChangelogNormalize of table {} needs more memory for its per-key state than the memory pool grants ({e}); narrow the snapshot range or raise the memory limit",
+                    self.table
+                )
+            })?;
+        } else {
+            self.reservation.shrink(reserved - self.bytes);
+        }
+        Ok(())
     }
 }
 
