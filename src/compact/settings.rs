@@ -54,7 +54,6 @@ impl CompactSettings {
             _ => Producer::None,
         };
         let trigger = int(o, "num-sorted-run.compaction-trigger")?.unwrap_or(5).max(1);
-        let levels = int(o, "num-levels")?.unwrap_or(trigger + 1);
         Ok(CompactSettings {
             producer,
             engine: options.merge_engine,
@@ -70,7 +69,7 @@ impl CompactSettings {
                 max_size_amplification_percent: int(o, "compaction.max-size-amplification-percent")?
                     .unwrap_or(200),
                 size_ratio: int(o, "compaction.size-ratio")?.unwrap_or(1),
-                max_level: (levels - 1).max(1) as i32,
+                max_level: options.max_level,
             },
             target_file_size: match o.get("target-file-size") {
                 None => DEFAULT_TARGET_FILE_SIZE,

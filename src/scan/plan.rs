@@ -29,6 +29,9 @@ pub(crate) struct PlanRequest<'a> {
     pub(crate) options: &'a TableOptions,
     /// Conjunction of pushed-down filters over `schema`'s Arrow schema, for pruning only.
     pub(crate) predicate: Option<Arc<dyn PhysicalExpr>>,
+    /// `t$ro`: primary-key tables read only their top level (deletion-vector tables every
+    /// level ≥ 1 with its vectors), each file as it is, without merging.
+    pub(crate) read_optimized: bool,
 }
 
 /// The result of planning: splits plus every schema their files were written with.
@@ -46,8 +49,9 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
     let deletion_vectors = req.meta.deletion_vectors(req.snapshot).await?;
     // Deletion-vector mode keeps at most one live row per key across levels ≥ 1, so those files
     // are read one by one with their vectors, without merging (semantics.md §10).
-    let dv_no_merge =
-        req.schema.has_primary_key() && req.options.deletion_vectors && !req.options.dv_merge_on_read;
+    let dv_no_merge = req.schema.has_primary_key()
+        && req.options.deletion_vectors
+        && (!req.options.dv_merge_on_read || req.read_optimized);
     let partition_types = req.schema.partition_types();
     let is_pk = req.schema.has_primary_key();
     let pruning = pruning_predicate(req.schema, req.predicate.as_ref());
@@ -69,6 +73,12 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
             // Batch reads of first-row and deletion-vector tables skip level 0 (Java
             // batchScanSkipLevel0): those rows become visible after compaction.
             files.retain(|e| e.file.level > 0);
+        }
+        if is_pk && req.read_optimized {
+            // Java `ReadOptimizedTable`: levels ≥ 1 with deletion vectors, else the top level.
+            let top = req.options.max_level;
+            let dv = req.options.deletion_vectors;
+            files.retain(|e| if dv { e.file.level > 0 } else { e.file.level == top });
         }
         load_file_schemas(req.meta, &files, &mut file_schemas).await?;
         if let Some(p) = &pruning {
@@ -92,7 +102,7 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
                 Ok(file)
             })
             .collect::<Result<Vec<_>>>()?;
-        let sections = if dv_no_merge || !is_pk {
+        let sections = if dv_no_merge || !is_pk || req.read_optimized {
             split_files.into_iter().map(|f| vec![vec![f]]).collect()
         } else if lookup_read(req.schema, req.options) {
             level_runs(split_files)

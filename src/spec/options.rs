@@ -118,6 +118,9 @@ pub struct TableOptions {
     /// `deletion-vectors.merge-on-read`: batch reads of a deletion-vector table also merge
     /// level 0 instead of skipping it.
     pub dv_merge_on_read: bool,
+    /// The top LSM level, `num-levels - 1` (`num-levels` defaults to
+    /// `num-sorted-run.compaction-trigger + 1`, i.e. 6).
+    pub max_level: i32,
     /// Extra directory between table root and partition path.
     pub data_file_path_directory: Option<String>,
     /// User sequence fields.
@@ -168,6 +171,18 @@ impl TableOptions {
             file_format: get(FILE_FORMAT).unwrap_or_else(|| "parquet".into()),
             deletion_vectors: bool_opt(DELETION_VECTORS_ENABLED)?,
             dv_merge_on_read: bool_opt("deletion-vectors.merge-on-read")?,
+            max_level: {
+                let int = |key: &str| -> Result<Option<i64>> {
+                    get(key)
+                        .map(|v| {
+                            v.parse::<i64>()
+                                .map_err(|_| invalid(key, &v, "expected an integer"))
+                        })
+                        .transpose()
+                };
+                let trigger = int("num-sorted-run.compaction-trigger")?.unwrap_or(5).max(1);
+                (int("num-levels")?.unwrap_or(trigger + 1) - 1).max(1) as i32
+            },
             data_file_path_directory: get(DATA_FILE_PATH_DIRECTORY).filter(|s| !s.is_empty()),
             sequence_fields: get(SEQUENCE_FIELD)
                 .map(|s| {

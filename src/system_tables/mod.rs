@@ -55,6 +55,8 @@ pub(crate) const PARTITIONS: &str = "partitions";
 pub(crate) const BUCKETS: &str = "buckets";
 /// `t$changelog`.
 pub(crate) const CHANGELOG: &str = "changelog";
+/// `t$ro`.
+pub(crate) const READ_OPTIMIZED: &str = "ro";
 /// `t$consumers`.
 pub(crate) const CONSUMERS: &str = "consumers";
 /// `t$tags`.
@@ -68,6 +70,7 @@ pub(crate) const SYSTEM_TABLES: &[&str] = &[
     BINLOG,
     CHANGELOG,
     CONSUMERS,
+    READ_OPTIMIZED,
     SNAPSHOTS,
     SCHEMAS,
     OPTIONS,
@@ -105,6 +108,13 @@ pub(crate) async fn load(
         BUCKETS => buckets::build(table, meta, options).await,
         TAGS => tags::build(meta).await,
         CONSUMERS => consumers::build(meta).await,
+        READ_OPTIMIZED => {
+            let name = format!("{table}${READ_OPTIMIZED}");
+            let ro = open_table(name, meta, options, ReadView::Table)
+                .await?
+                .read_optimized();
+            return Ok(Arc::new(ro));
+        }
         TABLE_INDEXES => table_indexes::build(table, meta, options).await,
         other => plan_err!(
             "Unknown system table '{other}' of table {table}; supported: {}",

@@ -44,6 +44,8 @@ pub struct PaimonTable {
     incremental: Option<IncrementalRange>,
     /// `$changelog`: after-images are acceptable where the start state expired.
     allow_after_only: bool,
+    /// `$ro`: read the top level only, without merging (`scan::PlanRequest::read_optimized`).
+    read_optimized: bool,
 }
 
 impl PaimonTable {
@@ -82,7 +84,16 @@ impl PaimonTable {
             view,
             incremental: None,
             allow_after_only: false,
+            read_optimized: false,
         })
+    }
+
+    /// `$ro`: the read-optimized view (top-level files, no merge; read-only).
+    pub(crate) fn read_optimized(self) -> Self {
+        PaimonTable {
+            read_optimized: true,
+            ..self
+        }
     }
 
     /// `$changelog` in the degraded after-only mode (see `changelog::ALLOW_AFTER_ONLY`).
@@ -186,7 +197,7 @@ impl PaimonTable {
     /// A sink for this table with its latest schema; refuses `$audit_log` and append tables
     /// for row-level DML.
     async fn sink(&self, kind: WriteKind) -> Result<Arc<PaimonSink>> {
-        if self.view != ReadView::Table {
+        if self.view != ReadView::Table || self.read_optimized {
             return plan_err!("Cannot write to system table {}", self.name);
         }
         let schema = self.meta.latest_schema().await?;
@@ -452,6 +463,7 @@ impl PaimonTable {
             schema: &self.schema,
             options: &self.options,
             predicate: self.pruning_predicate(state, filters)?,
+            read_optimized: self.read_optimized,
         })
         .await?;
         let ctx = ScanContext {

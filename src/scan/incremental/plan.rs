@@ -246,6 +246,7 @@ async fn batch_plan(req: &IncrementalPlanRequest<'_>, snapshot: &Snapshot) -> Re
         schema: req.schema,
         options: req.options,
         predicate: req.predicate.clone(),
+        read_optimized: false,
     })
     .await
 }
