@@ -3,6 +3,7 @@
 //! * [`expire`]: snapshot expiration by `snapshot.num-retained.*`, `snapshot.time-retained` and
 //!   `snapshot.expire.limit`, after every commit and from `CALL sys.expire_snapshots`.
 //!
+//! * [`partitions`]: partition expiration (`partition.expiration-time`, `sys.expire_partitions`).
 //! * [`orphans`]: `sys.remove_orphan_files`.
 //! * [`tags`]: `sys.create_tag`, `sys.delete_tag`, `sys.rollback_to`.
 //!
@@ -12,4 +13,5 @@
 pub(crate) mod expire;
 mod files;
 pub(crate) mod orphans;
+pub(crate) mod partitions;
 pub(crate) mod tags;

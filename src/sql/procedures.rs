@@ -104,6 +104,7 @@ pub(crate) async fn execute(session: &PaimonSession, call: Call) -> Result<DataF
         }
         "changelog_capability" => return changelog_capability(session, &call).await,
         "remove_orphan_files" => return remove_orphan_files(session, &call).await,
+        "expire_partitions" => return expire_partitions(session, &call).await,
         "create_tag" => tag_procedure(session, &call, TagAction::Create).await?,
         "delete_tag" => tag_procedure(session, &call, TagAction::Delete).await?,
         "rollback_to" => tag_procedure(session, &call, TagAction::Rollback).await?,
@@ -186,6 +187,49 @@ async fn remove_orphan_files(session: &PaimonSession, call: &Call) -> Result<Dat
     let batch = RecordBatch::try_new(
         schema,
         vec![Arc::new(StringArray::from_iter_values(orphans.iter()))],
+    )?;
+    session.context().read_batch(batch)
+}
+
+/// `sys.expire_partitions(table, expiration_time [, timestamp_formatter [, timestamp_pattern]])`:
+/// drops the partitions whose time is older than `expiration_time` ('7 d'); one row per dropped
+/// partition (`expired_partition`, `k=v/...`). Options of the table fill what is not given.
+async fn expire_partitions(session: &PaimonSession, call: &Call) -> Result<DataFrame> {
+    use crate::maintenance::partitions::{expire_partitions as expire, PartitionTime};
+    let (name, schema) = procedure_table(session, call, "expire_partitions").await?;
+    let text = call
+        .arg("expiration_time", 1)
+        .or_else(|| {
+            schema
+                .options
+                .get("partition.expiration-time")
+                .map(String::as_str)
+        })
+        .ok_or_else(|| plan_datafusion_err!("sys.expire_partitions needs expiration_time, e.g. '7 d'"))?;
+    let expiration = crate::maintenance::expire::parse_duration_ms(text).ok_or_else(|| {
+        plan_datafusion_err!(
+            "sys.expire_partitions: invalid expiration_time '{text}': expected a duration such as '7 d'"
+        )
+    })?;
+    let mut time = PartitionTime::from_options(&schema.options);
+    if let Some(f) = call.arg("timestamp_formatter", 2) {
+        time.formatter = Some(f.to_string());
+    }
+    if let Some(p) = call.arg("timestamp_pattern", 3) {
+        time.pattern = Some(p.to_string());
+    }
+    let meta = session.catalog().table_meta(&name.database, &name.table);
+    let now = chrono::Local::now().naive_local();
+    let expired = expire(&meta, &schema, &name.to_string(), expiration, &time, now).await?;
+    session.catalog().refresh().await?;
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "expired_partition",
+        DataType::Utf8,
+        false,
+    )]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![Arc::new(StringArray::from_iter_values(expired.iter()))],
     )?;
     session.context().read_batch(batch)
 }

@@ -32,7 +32,8 @@ use super::buffer::BucketBuffer;
 use crate::compact::{CompactSettings, Compaction};
 use crate::dynamic_bucket::{AssignOptions, BucketAssigner};
 use crate::io::write_data_file;
-use crate::maintenance::expire::{expire_snapshots, ExpireOptions};
+use crate::maintenance::expire::{expire_snapshots, parse_duration_ms, ExpireOptions};
+use crate::maintenance::partitions::{expire_partitions, PartitionTime};
 use crate::merge::reduce::{GroupReducer, RetractPolicy};
 use crate::merge::MergeEngineSpec;
 use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};
@@ -674,6 +675,17 @@ impl DataSink for PaimonSink {
             compaction.after_write(touched).await?;
             // Paimon expires snapshots after every commit of a writer that is not write-only.
             if !CompactSettings::new(&self.schema)?.write_only {
+                if let Some(text) = self.schema.options.get("partition.expiration-time") {
+                    let expiration = parse_duration_ms(text).ok_or_else(|| {
+                        exec_datafusion_err!(
+                            "Option 'partition.expiration-time' of table {} must be a duration such as '7 d', got '{text}'",
+                            self.table
+                        )
+                    })?;
+                    let time = PartitionTime::from_options(&self.schema.options);
+                    let now = chrono::Local::now().naive_local();
+                    expire_partitions(&self.meta, &self.schema, &self.table, expiration, &time, now).await?;
+                }
                 let options = ExpireOptions::parse(&self.table, &self.schema.options)?;
                 let now = chrono::Utc::now().timestamp_millis();
                 expire_snapshots(&self.meta, &self.schema, options, now).await?;
