@@ -7,8 +7,10 @@
 //! `$table_indexes`) honour the session's time-travel options like a normal read.
 //! Value formats follow the reference fixtures written by pypaimon 2.1.0 (see [`format`]).
 
+mod aggregation_fields;
 mod audit_log;
 mod binlog;
+mod branches;
 mod buckets;
 mod consumers;
 mod files;
@@ -19,6 +21,7 @@ mod partitions;
 mod read_only;
 mod schemas;
 mod snapshots;
+mod statistics;
 mod table_indexes;
 mod tags;
 #[cfg(test)]
@@ -55,6 +58,12 @@ pub(crate) const PARTITIONS: &str = "partitions";
 pub(crate) const BUCKETS: &str = "buckets";
 /// `t$changelog`.
 pub(crate) const CHANGELOG: &str = "changelog";
+/// `t$aggregation_fields`.
+pub(crate) const AGGREGATION_FIELDS: &str = "aggregation_fields";
+/// `t$statistics`.
+pub(crate) const STATISTICS: &str = "statistics";
+/// `t$branches`.
+pub(crate) const BRANCHES: &str = "branches";
 /// `t$ro`.
 pub(crate) const READ_OPTIMIZED: &str = "ro";
 /// `t$consumers`.
@@ -71,6 +80,9 @@ pub(crate) const SYSTEM_TABLES: &[&str] = &[
     CHANGELOG,
     CONSUMERS,
     READ_OPTIMIZED,
+    AGGREGATION_FIELDS,
+    STATISTICS,
+    BRANCHES,
     SNAPSHOTS,
     SCHEMAS,
     OPTIONS,
@@ -108,6 +120,9 @@ pub(crate) async fn load(
         BUCKETS => buckets::build(table, meta, options).await,
         TAGS => tags::build(meta).await,
         CONSUMERS => consumers::build(meta).await,
+        AGGREGATION_FIELDS => aggregation_fields::build(meta).await,
+        STATISTICS => statistics::build(table, meta, options).await,
+        BRANCHES => branches::build(meta).await,
         READ_OPTIMIZED => {
             let name = format!("{table}${READ_OPTIMIZED}");
             let ro = open_table(name, meta, options, ReadView::Table)
