@@ -9,14 +9,11 @@ use datafusion::common::{plan_err, Result};
 use datafusion::datasource::{TableProvider, TableType};
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::Expr;
-use datafusion::physical_expr::expressions::Column;
-use datafusion::physical_expr::PhysicalExpr;
-use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::ExecutionPlan;
 
 use super::exec::PaimonStreamExec;
 use super::options::StreamOptions;
-use crate::table::PaimonTable;
+use crate::table::{project, PaimonTable};
 
 /// A tailing read of one table (its `$changelog` view) with fixed options.
 #[derive(Debug)]
@@ -65,16 +62,6 @@ impl TableProvider for PaimonStreamTable {
             options,
             Arc::clone(&schema),
         ));
-        let Some(projection) = projection else {
-            return Ok(plan);
-        };
-        let exprs = projection
-            .iter()
-            .map(|&i| {
-                let name = schema.field(i).name().clone();
-                (Arc::new(Column::new(&name, i)) as Arc<dyn PhysicalExpr>, name)
-            })
-            .collect::<Vec<_>>();
-        Ok(Arc::new(ProjectionExec::try_new(exprs, plan)?))
+        project(plan, projection)
     }
 }

@@ -590,21 +590,7 @@ impl PaimonTable {
                 changes,
             )?)
         };
-        let Some(projection) = projection else {
-            return Ok(plan);
-        };
-        let schema = plan.schema();
-        let exprs = projection
-            .iter()
-            .map(|&i| {
-                let name = schema.field(i).name().clone();
-                (
-                    Arc::new(Column::new(&name, i)) as Arc<dyn datafusion::physical_expr::PhysicalExpr>,
-                    name,
-                )
-            })
-            .collect::<Vec<_>>();
-        Ok(Arc::new(ProjectionExec::try_new(exprs, plan)?))
+        project(plan, projection)
     }
 
     /// Whether the table writes changelog files (any producer but `none`).
@@ -706,4 +692,26 @@ impl PaimonTable {
         let spec = MergeEngineSpec::for_columns(&self.name, &self.schema, columns)?;
         Ok(Some(Arc::new(spec)))
     }
+}
+
+/// `plan` with only the columns `projection` picks (all when None), by index.
+pub(crate) fn project(
+    plan: Arc<dyn ExecutionPlan>,
+    projection: Option<&Vec<usize>>,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let Some(projection) = projection else {
+        return Ok(plan);
+    };
+    let schema = plan.schema();
+    let exprs = projection
+        .iter()
+        .map(|&i| {
+            let name = schema.field(i).name().clone();
+            (
+                Arc::new(Column::new(&name, i)) as Arc<dyn datafusion::physical_expr::PhysicalExpr>,
+                name,
+            )
+        })
+        .collect::<Vec<_>>();
+    Ok(Arc::new(ProjectionExec::try_new(exprs, plan)?))
 }
