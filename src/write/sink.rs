@@ -115,8 +115,9 @@ enum BucketMode {
     Dynamic,
 }
 
-/// Default `write-buffer-size` of Paimon (256 MiB): flush the largest buffer beyond it even
-/// when the memory pool would allow more.
+/// Default `write-buffer-size` of Paimon (256 MiB): the largest buffer is flushed as its own
+/// level-0 file beyond it (or when the memory pool refuses more), so an INSERT's memory stays
+/// bounded whatever its size.
 const WRITE_BUFFER_SIZE: usize = 256 << 20;
 
 impl PaimonSink {
@@ -539,6 +540,15 @@ impl DataSink for PaimonSink {
             _ => None,
         };
         let mut buffers: HashMap<PartitionBucket, BucketBuffer> = HashMap::new();
+        let write_buffer_size = match self.schema.options.get("write-buffer-size") {
+            None => WRITE_BUFFER_SIZE,
+            Some(v) => crate::spec::parse_memory_size(v).filter(|n| *n > 0).ok_or_else(|| {
+                exec_datafusion_err!(
+                    "Option 'write-buffer-size' of table {} must be a memory size such as '256 mb', got '{v}'",
+                    self.table
+                )
+            })?,
+        };
         let reservation =
             MemoryConsumer::new(format!("PaimonSink[{}]", self.table)).register(context.memory_pool());
         let mut flushed: Vec<ManifestEntry> = Vec::new();
@@ -585,7 +595,7 @@ impl DataSink for PaimonSink {
                 let before = buffer.bytes();
                 buffer.push(part, seqs, part_kinds);
                 let grown = buffer.bytes() - before;
-                if reservation.try_grow(grown).is_err() || reservation.size() > WRITE_BUFFER_SIZE {
+                if reservation.try_grow(grown).is_err() || reservation.size() > write_buffer_size {
                     // Memory is short: write the largest buffer out as its own level-0 file.
                     let largest = buffers
                         .iter()

@@ -11,6 +11,7 @@ mod changelog_replay;
 mod cli;
 mod compaction;
 mod concurrent_commits;
+mod crash;
 mod errors;
 mod fixtures;
 mod incremental;
