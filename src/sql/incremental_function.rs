@@ -30,7 +30,7 @@ use datafusion::sql::sqlparser::ast::{
     Expr as SqlExpr, FunctionArg, FunctionArgExpr, TableFactor, UnaryOperator, Value, Visit, Visitor,
 };
 
-use super::ddl::names::resolve_table;
+use super::ddl::names::{current_database, resolve_table_in};
 use super::ddl::parser::ObjectRef;
 use super::PaimonSession;
 use crate::catalog::PaimonCatalog;
@@ -76,12 +76,15 @@ impl CallArgs {
 #[derive(Debug)]
 pub(crate) struct IncrementalQueryFunction {
     prepared: Mutex<HashMap<CallArgs, Arc<dyn TableProvider>>>,
+    /// The warehouse, to open calls nobody prepared.
+    catalog: Arc<PaimonCatalog>,
 }
 
 impl IncrementalQueryFunction {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(catalog: Arc<PaimonCatalog>) -> Self {
         IncrementalQueryFunction {
             prepared: Mutex::new(HashMap::new()),
+            catalog,
         }
     }
 
@@ -128,11 +131,15 @@ impl TableFunctionImpl for IncrementalQueryFunction {
         let Some(call) = values.and_then(CallArgs::new) else {
             return malformed();
         };
-        let prepared = self.prepared.lock().expect("lock is never poisoned");
-        prepared.get(&call).cloned().ok_or_else(|| {
-            plan_datafusion_err!(
+        if let Some(provider) = self.prepared.lock().expect("lock is never poisoned").get(&call) {
+            return Ok(Arc::clone(provider));
+        }
+        let current = args.session().config().options().catalog.default_schema.clone();
+        open_while_planning(open_call_in(&self.catalog, &current, &call)).unwrap_or_else(|| {
+            plan_err!(
                 "{INCREMENTAL_QUERY}('{}', ...) was not prepared: run the statement through \
-                 PaimonSession::sql or PaimonSession::try_paimon_statement",
+                 PaimonSession::sql or PaimonSession::try_paimon_statement, or plan it on a \
+                 multi-threaded Tokio runtime",
                 call.table
             )
         })
@@ -145,9 +152,18 @@ fn malformed<T>() -> Result<T> {
 
 /// Opens `args.table` reading the changes of `(start, end]` in `mode`.
 async fn open_call(session: &PaimonSession, args: &CallArgs) -> Result<Arc<dyn TableProvider>> {
+    open_call_in(session.catalog(), &current_database(session), args).await
+}
+
+/// [`open_call`] with the catalog and the current database given (planning on a plain
+/// `SessionContext`).
+async fn open_call_in(
+    catalog: &PaimonCatalog,
+    current_database: &str,
+    args: &CallArgs,
+) -> Result<Arc<dyn TableProvider>> {
     let parts: Vec<String> = args.table.split('.').map(|s| s.trim().to_string()).collect();
-    let name = resolve_table(session, &ObjectRef { parts })?;
-    let catalog: &PaimonCatalog = session.catalog();
+    let name = resolve_table_in(current_database, &ObjectRef { parts })?;
     let missing = || {
         plan_datafusion_err!(
             "Table '{}' given to {INCREMENTAL_QUERY} does not exist",
@@ -155,7 +171,7 @@ async fn open_call(session: &PaimonSession, args: &CallArgs) -> Result<Arc<dyn T
         )
     };
     let database = catalog.database(&name.database).ok_or_else(missing)?;
-    let options = call_options(session, args);
+    let options = call_options(catalog, args);
     database
         .load_with(&name.table, &options)
         .await?
@@ -163,9 +179,8 @@ async fn open_call(session: &PaimonSession, args: &CallArgs) -> Result<Arc<dyn T
 }
 
 /// The session's read options with the call's range instead of any incremental option.
-fn call_options(session: &PaimonSession, args: &CallArgs) -> BTreeMap<String, String> {
-    let mut options = session
-        .catalog()
+fn call_options(catalog: &PaimonCatalog, args: &CallArgs) -> BTreeMap<String, String> {
+    let mut options = catalog
         .read_options()
         .read()
         .expect("options lock is never poisoned")
@@ -186,6 +201,19 @@ fn call_options(session: &PaimonSession, args: &CallArgs) -> BTreeMap<String, St
         options.insert(INCREMENTAL_BETWEEN_SCAN_MODE.to_string(), mode.clone());
     }
     options
+}
+
+/// Opens a call while DataFusion plans it, when nobody prepared it (a plain `SessionContext`):
+/// the table is read on the current multi-threaded Tokio runtime, blocking this planning
+/// thread. Anything else gets the "not prepared" error.
+pub(super) fn open_while_planning<T>(
+    open: impl std::future::Future<Output = Result<T>>,
+) -> Option<Result<T>> {
+    let handle = tokio::runtime::Handle::try_current().ok()?;
+    if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+        return None;
+    }
+    Some(tokio::task::block_in_place(|| handle.block_on(open)))
 }
 
 /// A literal argument as text (what planning turned the SQL literal into).

@@ -68,9 +68,9 @@ impl PaimonSession {
     pub async fn register(ctx: SessionContext, location: &str) -> Result<Self> {
         let catalog = PaimonCatalog::open(&ctx, location).await?;
         ctx.register_catalog(DEFAULT_CATALOG, Arc::clone(&catalog) as _);
-        let incremental_query = Arc::new(IncrementalQueryFunction::new());
+        let incremental_query = Arc::new(IncrementalQueryFunction::new(Arc::clone(&catalog)));
         ctx.register_udtf(INCREMENTAL_QUERY, Arc::clone(&incremental_query) as _);
-        let stream = Arc::new(StreamFunction::new());
+        let stream = Arc::new(StreamFunction::new(Arc::clone(&catalog)));
         ctx.register_udtf(crate::stream::STREAM_FUNCTION, Arc::clone(&stream) as _);
         Ok(PaimonSession {
             ctx,

@@ -17,10 +17,11 @@ use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::common::{plan_datafusion_err, plan_err, Result};
 use datafusion::sql::parser::DFParser;
 
-use super::ddl::names::resolve_table;
+use super::ddl::names::{current_database, resolve_table_in};
 use super::ddl::parser::ObjectRef;
-use super::incremental_function::{collect_calls, literal_text, CallCollector};
+use super::incremental_function::{collect_calls, literal_text, open_while_planning, CallCollector};
 use super::PaimonSession;
+use crate::catalog::PaimonCatalog;
 use crate::stream::{PaimonStreamTable, StreamOptions, STREAM_FUNCTION};
 use crate::table::{open_table, ReadView};
 
@@ -31,12 +32,15 @@ const MAX_PREPARED: usize = 64;
 #[derive(Debug)]
 pub(crate) struct StreamFunction {
     prepared: Mutex<HashMap<Vec<String>, Arc<dyn TableProvider>>>,
+    /// The warehouse, to open calls nobody prepared.
+    catalog: Arc<PaimonCatalog>,
 }
 
 impl StreamFunction {
-    pub(crate) fn new() -> Self {
+    pub(crate) fn new(catalog: Arc<PaimonCatalog>) -> Self {
         StreamFunction {
             prepared: Mutex::new(HashMap::new()),
+            catalog,
         }
     }
 
@@ -56,7 +60,7 @@ impl StreamFunction {
             let Some(args) = args.filter(|a| !a.is_empty()) else {
                 return malformed();
             };
-            let provider = open_call(session, &args).await?;
+            let provider = open_call(session.catalog(), &current_database(session), &args).await?;
             let mut prepared = self.prepared.lock().expect("lock is never poisoned");
             if prepared.len() >= MAX_PREPARED {
                 prepared.clear();
@@ -77,10 +81,16 @@ impl TableFunctionImpl for StreamFunction {
         else {
             return malformed();
         };
-        let prepared = self.prepared.lock().expect("lock is never poisoned");
-        prepared.get(&values).cloned().ok_or_else(|| {
-            plan_datafusion_err!(
-                "{STREAM_FUNCTION}(...) was not prepared: run the statement through PaimonSession::sql or PaimonSession::try_paimon_statement"
+        if values.is_empty() {
+            return malformed();
+        }
+        if let Some(provider) = self.prepared.lock().expect("lock is never poisoned").get(&values) {
+            return Ok(Arc::clone(provider));
+        }
+        let current = args.session().config().options().catalog.default_schema.clone();
+        open_while_planning(open_call(&self.catalog, &current, &values)).unwrap_or_else(|| {
+            plan_err!(
+                "{STREAM_FUNCTION}(...) was not prepared: run the statement through PaimonSession::sql or PaimonSession::try_paimon_statement, or plan it on a multi-threaded Tokio runtime"
             )
         })
     }
@@ -90,13 +100,16 @@ fn malformed<T>() -> Result<T> {
     plan_err!("{STREAM_FUNCTION} expects ('db.table' [, 'key=value' ...]) with literal arguments")
 }
 
-async fn open_call(session: &PaimonSession, args: &[String]) -> Result<Arc<dyn TableProvider>> {
+async fn open_call(
+    catalog: &PaimonCatalog,
+    current_database: &str,
+    args: &[String],
+) -> Result<Arc<dyn TableProvider>> {
     let table = args[0].trim();
     let options = StreamOptions::parse(&args[1..])?;
     let parts: Vec<String> = table.split('.').map(|s| s.trim().to_string()).collect();
-    let name = resolve_table(session, &ObjectRef { parts })?;
-    let schema = session
-        .catalog()
+    let name = resolve_table_in(current_database, &ObjectRef { parts })?;
+    let schema = catalog
         .table_schema(&name.database, &name.table)
         .await?
         .ok_or_else(|| plan_datafusion_err!("Table '{table}' given to {STREAM_FUNCTION} does not exist"))?;
@@ -105,7 +118,7 @@ async fn open_call(session: &PaimonSession, args: &[String]) -> Result<Arc<dyn T
             "{STREAM_FUNCTION} of append table {name} is not supported yet: it needs a primary key"
         );
     }
-    let meta = Arc::new(session.catalog().table_meta(&name.database, &name.table));
+    let meta = Arc::new(catalog.table_meta(&name.database, &name.table));
     let changelog = open_table(
         format!("{name}$changelog"),
         meta,

@@ -173,3 +173,40 @@ async fn a_lookup_table_streams_its_changelog_files() {
     // Statement 2 is APPEND 3 + COMPACT 4; the lookup changelog belongs to snapshot 4
     assert_eq!(got, vec![change("+U", 1, "b", 4), change("-U", 1, "a", 4)]);
 }
+
+/// Both table functions also work when the statement is planned on a plain `SessionContext`
+/// (nobody prepared the call), on a multi-threaded runtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn table_functions_plan_on_a_plain_session_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(&dir).await;
+    run_sql(
+        &s,
+        "CREATE TABLE s.t (k INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1')",
+    )
+    .await
+    .unwrap();
+    run_sql(&s, "INSERT INTO s.t VALUES (1, 'a')").await.unwrap();
+    run_sql(&s, "INSERT INTO s.t VALUES (1, 'b')").await.unwrap();
+    let ctx = s.context().clone();
+    let changes = ctx
+        .sql("SELECT * FROM paimon_incremental_query('s.t$changelog', 1, 2)")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let mut got: Vec<_> = changes.iter().flat_map(rows).collect();
+    got.sort();
+    assert_eq!(got, vec![change("+U", 1, "b", 2), change("-U", 1, "a", 2)]);
+    let streamed = ctx
+        .sql("SELECT * FROM paimon_stream('s.t', 'scan.mode=from-snapshot', 'scan.snapshot-id=2') LIMIT 2")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let mut got: Vec<_> = streamed.iter().flat_map(rows).collect();
+    got.sort();
+    assert_eq!(got, vec![change("+U", 1, "b", 2), change("-U", 1, "a", 2)]);
+}

@@ -35,8 +35,13 @@ pub(crate) fn normalizes_identifiers(session: &PaimonSession) -> bool {
 
 /// `t`, `db.t` or `paimon.db.t`; unqualified names are in the current database.
 pub(crate) fn resolve_table(session: &PaimonSession, name: &ObjectRef) -> Result<TableName> {
+    resolve_table_in(&current_database(session), name)
+}
+
+/// Like [`resolve_table`], with the current database given.
+pub(crate) fn resolve_table_in(current_database: &str, name: &ObjectRef) -> Result<TableName> {
     let (database, table) = match name.parts.as_slice() {
-        [t] => (current_database(session), t.clone()),
+        [t] => (current_database.to_string(), t.clone()),
         [db, t] => (db.clone(), t.clone()),
         [catalog, db, t] => {
             check_catalog(catalog)?;
