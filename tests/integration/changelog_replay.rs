@@ -66,6 +66,48 @@ async fn latest_snapshot(session: &PaimonSession, table: &str) -> i64 {
         .value(0)
 }
 
+/// Applying the changes of every snapshot in (S, E] (`changes(snapshot)` is their query) to the
+/// state at S gives the state at E, for every pair of recorded states.
+async fn assert_replays(
+    session: &PaimonSession,
+    table: &str,
+    history: &[(i64, State)],
+    changes: impl Fn(i64) -> String,
+) {
+    for start in 0..history.len() {
+        for end in start + 1..history.len() {
+            let (s, from) = &history[start];
+            let (e, to) = &history[end];
+            let mut replayed = from.clone();
+            for snapshot in s + 1..=*e {
+                let changes = rows(session, &changes(snapshot)).await;
+                // one snapshot holds at most -U/+U, -D or +I per key: removals first
+                for (kind, k, v) in &changes {
+                    if kind == "-U" || kind == "-D" {
+                        assert_eq!(
+                            replayed.remove(k),
+                            Some(*v),
+                            "{table}: {kind} {k} of snapshot {snapshot} retracts a row that is not there"
+                        );
+                    }
+                }
+                for (kind, k, v) in &changes {
+                    if kind == "+I" || kind == "+U" {
+                        assert!(
+                            replayed.insert(*k, *v).is_none(),
+                            "{table}: {kind} {k} of snapshot {snapshot} adds a row that is already there"
+                        );
+                    }
+                }
+            }
+            assert_eq!(
+                &replayed, to,
+                "{table}: changes of snapshots ({s}, {e}] do not lead from one state to the other"
+            );
+        }
+    }
+}
+
 async fn replay_property(producer: &str) {
     let dir = tempfile::tempdir().expect("temp dir");
     let session = PaimonSession::open(dir.path().to_str().expect("utf-8"))
@@ -106,45 +148,13 @@ async fn replay_property(producer: &str) {
             }
             history.push((id, state(&session, &table).await));
         }
-        for start in 0..history.len() {
-            for end in start + 1..history.len() {
-                let (s, from) = &history[start];
-                let (e, to) = &history[end];
-                let mut replayed = from.clone();
-                for snapshot in s + 1..=*e {
-                    let changes = rows(
-                        &session,
-                        &format!(
-                            "SELECT rowkind, k, v FROM paimon_incremental_query('{table}$audit_log', {}, {snapshot}, 'changelog')",
-                            snapshot - 1
-                        ),
-                    )
-                    .await;
-                    // one snapshot holds at most -U/+U, -D or +I per key: removals first
-                    for (kind, k, v) in &changes {
-                        if kind == "-U" || kind == "-D" {
-                            assert_eq!(
-                                replayed.remove(k),
-                                Some(*v),
-                                "{table}: {kind} {k} of snapshot {snapshot} retracts a row that is not there"
-                            );
-                        }
-                    }
-                    for (kind, k, v) in &changes {
-                        if kind == "+I" || kind == "+U" {
-                            assert!(
-                                replayed.insert(*k, *v).is_none(),
-                                "{table}: {kind} {k} of snapshot {snapshot} adds a row that is already there"
-                            );
-                        }
-                    }
-                }
-                assert_eq!(
-                    &replayed, to,
-                    "{table}: changelog of snapshots {s}..{e} does not lead from one state to the other"
-                );
-            }
-        }
+        let changes = |snapshot: i64| {
+            format!(
+                "SELECT rowkind, k, v FROM paimon_incremental_query('{table}$audit_log', {}, {snapshot}, 'changelog')",
+                snapshot - 1
+            )
+        };
+        assert_replays(&session, &table, &history, changes).await;
     }
 }
 
@@ -234,37 +244,8 @@ async fn normalized_changelog_replays_and_equals_lookup() {
             theirs.sort();
             assert_eq!(ours, theirs, "{none} ({ns}, {ne}] vs {lookup} ({ls}, {le}]");
         }
-        for start in 0..history.len() {
-            for end in start + 1..history.len() {
-                let (s, from) = &history[start];
-                let (e, to) = &history[end];
-                let mut replayed = from.clone();
-                for snapshot in s + 1..=*e {
-                    let changes = rows(&session, &changes(&none, snapshot - 1, snapshot)).await;
-                    for (kind, k, v) in &changes {
-                        if kind == "-U" || kind == "-D" {
-                            assert_eq!(
-                                replayed.remove(k),
-                                Some(*v),
-                                "{none}: {kind} {k} of snapshot {snapshot}"
-                            );
-                        }
-                    }
-                    for (kind, k, v) in &changes {
-                        if kind == "+I" || kind == "+U" {
-                            assert!(
-                                replayed.insert(*k, *v).is_none(),
-                                "{none}: {kind} {k} of snapshot {snapshot}"
-                            );
-                        }
-                    }
-                }
-                assert_eq!(
-                    &replayed, to,
-                    "{none}: changes of ({s}, {e}] do not lead from one state to the other"
-                );
-            }
-        }
+        let changes_of = |snapshot: i64| changes(&none, snapshot - 1, snapshot);
+        assert_replays(&session, &none, &history, changes_of).await;
     }
 }
 
