@@ -31,6 +31,7 @@ use futures::StreamExt;
 
 use self::state::FoldRules;
 pub(crate) use self::state::NormalizeState;
+use crate::merge::reduce::MergeEngineSpec;
 use crate::spec::{MergeEngine, TableOptions, TableSchema};
 
 /// Normalizes the delta rows of one table into its changelog.
@@ -47,7 +48,7 @@ pub(crate) struct ChangelogNormalizeExec {
 }
 
 impl ChangelogNormalizeExec {
-    /// Fails for merge engines whose delta rows are not whole rows (see `fold_rules`).
+    /// Fails for tables without a primary key.
     pub(crate) fn try_new(
         table: &str,
         schema: &TableSchema,
@@ -88,6 +89,9 @@ impl DisplayAs for ChangelogNormalizeExec {
         )?;
         if self.rules.first_row {
             write!(f, ", first_row")?;
+        }
+        if self.rules.reducer.is_some() {
+            write!(f, ", merges_values")?;
         }
         if !self.rules.sequence_columns.is_empty() {
             write!(f, ", sequence_field")?;
@@ -175,20 +179,20 @@ impl ExecutionPlan for ChangelogNormalizeExec {
     }
 }
 
-/// The key columns and fold rules of `schema`. Fails for merge engines whose delta rows are
-/// not whole rows (partial-update, aggregation): normalizing them would be Flink's known wrong
-/// answer.
+/// The key columns and fold rules of `schema`: deduplicate and first-row pick whole rows,
+/// partial-update and aggregation merge through the table's reducer.
 fn fold_rules(table: &str, schema: &TableSchema) -> Result<(Vec<usize>, FoldRules)> {
     let options = TableOptions::parse(&schema.options)?;
-    if matches!(
+    let merges_values = matches!(
         options.merge_engine,
         MergeEngine::PartialUpdate | MergeEngine::Aggregation
-    ) {
-        return not_impl_err!(
-            "The changelog of table {table} cannot be derived: merge-engine '{}' with changelog-producer 'none' stores partial rows; set 'changelog-producer' = 'lookup' to get its exact changes",
-            options.merge_engine.as_str()
-        );
-    }
+    );
+    let reducer = if merges_values {
+        let names = schema.fields.iter().map(|f| f.name.as_str());
+        Some(MergeEngineSpec::for_columns(table, schema, names)?.reducer)
+    } else {
+        None
+    };
     let position = |name: &str| schema.fields.iter().position(|f| f.name == name);
     let key_columns: Vec<usize> = schema.primary_keys.iter().filter_map(|k| position(k)).collect();
     if key_columns.is_empty() {
@@ -211,11 +215,16 @@ fn fold_rules(table: &str, schema: &TableSchema) -> Result<(Vec<usize>, FoldRule
         ]
         .iter()
         .any(|k| flag(k)),
-        sequence_columns: options
-            .sequence_fields
-            .iter()
-            .filter_map(|f| position(f))
-            .collect(),
+        sequence_columns: if merges_values {
+            vec![]
+        } else {
+            options
+                .sequence_fields
+                .iter()
+                .filter_map(|f| position(f))
+                .collect()
+        },
+        reducer,
     };
     Ok((key_columns, rules))
 }

@@ -4,15 +4,25 @@
 //! Keys and values are kept in Arrow's row format: one `OwnedRow` for the primary key, one for
 //! the whole row (compared byte-wise for "unchanged"), and one for the `sequence.field` columns.
 //! Every row's bytes are accounted to the DataFusion memory pool.
+//!
+//! Deduplicate and first-row decide from the stored row and the delta row alone. Partial-update
+//! and aggregation merge values: each delta row is folded into the stored row of its key by the
+//! table's own reducer ([`crate::merge::reduce`]), the stored row taking the place of the older
+//! record, so the changes are those a lookup producer derives from the same rows. Rows of one
+//! batch are folded in waves (the n-th row of every key in wave n), one reducer call per wave.
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, UInt32Array};
+use arrow::array::{ArrayRef, AsArray, Int64Array, Int8Array, RecordBatch, StringArray, UInt32Array};
 use arrow::compute::{interleave, take};
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, Field, Int8Type, Schema, SchemaRef};
 use arrow::row::{OwnedRow, RowConverter, SortField};
 use datafusion::common::{exec_datafusion_err, HashMap, Result};
 use datafusion::execution::memory_pool::MemoryReservation;
+
+use crate::merge::engine::is_retract;
+use crate::merge::reduce::GroupReducer;
+use crate::spec::{row_kind, SEQUENCE_NUMBER, VALUE_KIND};
 
 /// How rows fold, from the table's options.
 #[derive(Debug, Clone)]
@@ -21,8 +31,12 @@ pub(crate) struct FoldRules {
     pub(crate) first_row: bool,
     /// `ignore-delete` (and aliases): retractions change nothing.
     pub(crate) ignore_delete: bool,
-    /// Positions of the `sequence.field` columns among the table columns.
+    /// Positions of the `sequence.field` columns among the table columns (deduplicate and
+    /// first-row; a reducer orders by them itself).
     pub(crate) sequence_columns: Vec<usize>,
+    /// The table's reducer, for engines that merge values (partial-update, aggregation); its
+    /// layout is the table columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND`.
+    pub(crate) reducer: Option<Arc<dyn GroupReducer>>,
 }
 
 struct Stored {
@@ -37,6 +51,34 @@ enum Source {
     Input(usize),
     /// The `n`-th before-image collected for this batch.
     Before(usize),
+    /// The `n`-th merged after-image collected for this batch.
+    After(usize),
+}
+
+/// Output rows of one batch: where each comes from, its row kind and the input row that caused
+/// it, plus the before- and after-images they refer to.
+#[derive(Default)]
+struct Changes {
+    out: Vec<(Source, &'static str, usize)>,
+    before: Vec<OwnedRow>,
+    after: Vec<OwnedRow>,
+}
+
+impl Changes {
+    fn input(&mut self, row: usize, kind: &'static str) {
+        self.out.push((Source::Input(row), kind, row));
+    }
+
+    fn before(&mut self, values: OwnedRow, kind: &'static str, cause: usize) {
+        self.before.push(values);
+        self.out
+            .push((Source::Before(self.before.len() - 1), kind, cause));
+    }
+
+    fn after(&mut self, values: OwnedRow, kind: &'static str, cause: usize) {
+        self.after.push(values);
+        self.out.push((Source::After(self.after.len() - 1), kind, cause));
+    }
 }
 
 /// State: primary key -> the row the table holds for it.
@@ -55,6 +97,8 @@ pub(crate) struct NormalizeState {
     reservation: MemoryReservation,
     /// Output schema: `rowkind`, the table columns, `snapshot_id`.
     output: SchemaRef,
+    /// The reducer's layout: table columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND`.
+    merge_layout: SchemaRef,
 }
 
 impl NormalizeState {
@@ -74,7 +118,14 @@ impl NormalizeState {
                 rules.sequence_columns.iter().map(|&c| field(c)).collect(),
             )?)
         };
+        let mut layout: Vec<Field> = output.fields()[1..=table_columns]
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        layout.push(Field::new(SEQUENCE_NUMBER, DataType::Int64, false));
+        layout.push(Field::new(VALUE_KIND, DataType::Int8, false));
         Ok(NormalizeState {
+            merge_layout: Arc::new(Schema::new(layout)),
             table: table.to_string(),
             keys: RowConverter::new(key_columns.iter().map(|&c| field(c)).collect())?,
             values: RowConverter::new((0..table_columns).map(field).collect())?,
@@ -107,14 +158,27 @@ impl NormalizeState {
     /// Folds one batch of delta rows (`rowkind`, table columns, `snapshot_id`) and returns the
     /// changes they make, if any.
     pub(crate) fn fold(&mut self, batch: &RecordBatch) -> Result<Option<RecordBatch>> {
-        let kinds = batch.column(0).as_string::<i32>();
         let table_columns: Vec<ArrayRef> = batch.columns()[1..batch.num_columns() - 1].to_vec();
-        let keys = self.convert_keys(&table_columns)?;
-        let values = self.values.convert_columns(&table_columns)?;
-        let sequence = self.convert_sequence(&table_columns)?;
+        let mut changes = match self.rules.reducer.clone() {
+            Some(reducer) => self.fold_merging(batch, &table_columns, reducer.as_ref())?,
+            None => self.fold_picking(batch, &table_columns)?,
+        };
+        self.account()?;
+        if changes.out.is_empty() {
+            return Ok(None);
+        }
+        // Changes in the order of the rows that caused them (waves reorder them).
+        changes.out.sort_by_key(|(_, _, cause)| *cause);
+        self.assemble(batch, &table_columns, changes).map(Some)
+    }
 
-        let mut out: Vec<(Source, &'static str, usize)> = Vec::new();
-        let mut before: Vec<OwnedRow> = Vec::new();
+    /// Deduplicate and first-row: the stored row or the delta row wins whole.
+    fn fold_picking(&mut self, batch: &RecordBatch, table_columns: &[ArrayRef]) -> Result<Changes> {
+        let kinds = batch.column(0).as_string::<i32>();
+        let keys = self.convert_keys(table_columns)?;
+        let values = self.values.convert_columns(table_columns)?;
+        let sequence = self.convert_sequence(table_columns)?;
+        let mut changes = Changes::default();
         for row in 0..batch.num_rows() {
             let key = keys.row(row);
             let new_sequence = sequence.as_ref().map(|s| s.row(row));
@@ -135,15 +199,12 @@ impl NormalizeState {
                     continue;
                 }
                 let stored = self.remove(key.as_ref());
-                before.push(stored.values);
-                out.push((Source::Before(before.len() - 1), "-D", row));
+                changes.before(stored.values, "-D", row);
                 continue;
             }
             let new_values = values.row(row);
             match self.rows.get(key.as_ref()) {
-                None => {
-                    out.push((Source::Input(row), "+I", row));
-                }
+                None => changes.input(row, "+I"),
                 Some(stored) => {
                     if self.rules.first_row {
                         continue;
@@ -153,9 +214,8 @@ impl NormalizeState {
                     if older(stored) || stored.values.row() == new_values {
                         continue;
                     }
-                    before.push(stored.values.clone());
-                    out.push((Source::Before(before.len() - 1), "-U", row));
-                    out.push((Source::Input(row), "+U", row));
+                    changes.before(stored.values.clone(), "-U", row);
+                    changes.input(row, "+U");
                 }
             }
             let stored = Stored {
@@ -164,35 +224,161 @@ impl NormalizeState {
             };
             self.insert(key.as_ref(), stored);
         }
-        self.account()?;
-        if out.is_empty() {
-            return Ok(None);
-        }
-        self.assemble(batch, &table_columns, before, &out).map(Some)
+        Ok(changes)
     }
 
-    /// Output rows from input rows and before-images, gathered with `interleave`.
+    /// Partial-update and aggregation: every delta row of a stored key is merged with the
+    /// stored row by `reducer`; a new key takes its first row as it is (a key with a single
+    /// record is never reduced, as on read).
+    fn fold_merging(
+        &mut self,
+        batch: &RecordBatch,
+        table_columns: &[ArrayRef],
+        reducer: &dyn GroupReducer,
+    ) -> Result<Changes> {
+        let kinds = batch.column(0).as_string::<i32>();
+        let keys = self.convert_keys(table_columns)?;
+        let values = self.values.convert_columns(table_columns)?;
+        let kind_of = |row: usize| match kinds.value(row) {
+            "-U" => row_kind::UPDATE_BEFORE,
+            "+U" => row_kind::UPDATE_AFTER,
+            "-D" => row_kind::DELETE,
+            _ => row_kind::INSERT,
+        };
+        // Wave n holds the n-th row of every key, so each reducer call sees a key once.
+        let mut waves: Vec<Vec<usize>> = Vec::new();
+        let mut occurrences: HashMap<&[u8], usize> = HashMap::default();
+        for row in 0..batch.num_rows() {
+            if self.rules.ignore_delete && is_retract(kind_of(row)) {
+                continue;
+            }
+            let n = occurrences.entry(keys.row(row).data()).or_insert(0);
+            if waves.len() == *n {
+                waves.push(Vec::new());
+            }
+            waves[*n].push(row);
+            *n += 1;
+        }
+        let mut changes = Changes::default();
+        for wave in waves {
+            let mut merging: Vec<usize> = Vec::with_capacity(wave.len());
+            for row in wave {
+                let key = keys.row(row);
+                if self.rows.contains_key(key.as_ref()) {
+                    merging.push(row);
+                } else if !is_retract(kind_of(row)) {
+                    changes.input(row, "+I");
+                    let stored = Stored {
+                        values: values.row(row).owned(),
+                        sequence: None,
+                    };
+                    self.insert(key.as_ref(), stored);
+                }
+                // A retraction of a key the table does not hold changes nothing.
+            }
+            if merging.is_empty() {
+                continue;
+            }
+            let stored: Vec<OwnedRow> = merging
+                .iter()
+                .map(|&row| self.rows[keys.row(row).as_ref()].values.clone())
+                .collect();
+            let merged = self.merge_pairs(table_columns, &stored, &merging, &kind_of, reducer)?;
+            let merged_kinds = merged
+                .batch
+                .column(table_columns.len() + 1)
+                .as_primitive::<Int8Type>();
+            let merged_values = self
+                .values
+                .convert_columns(&merged.batch.columns()[..table_columns.len()])?;
+            for (g, (&row, old)) in merging.iter().zip(stored).enumerate() {
+                let key = keys.row(row);
+                if !merged.present[g] || is_retract(merged_kinds.value(g)) {
+                    self.remove(key.as_ref());
+                    changes.before(old, "-D", row);
+                    continue;
+                }
+                let new = merged_values.row(g);
+                if old.row() == new {
+                    continue; // an update that changes nothing is not emitted
+                }
+                changes.before(old, "-U", row);
+                changes.after(new.owned(), "+U", row);
+                let stored = Stored {
+                    values: new.owned(),
+                    sequence: None,
+                };
+                self.insert(key.as_ref(), stored);
+            }
+        }
+        Ok(changes)
+    }
+
+    /// Reduces the groups [stored row g, delta row `rows[g]`] in the reducer's layout; the
+    /// stored row is the older record (sequence 0, `+I`).
+    fn merge_pairs(
+        &self,
+        table_columns: &[ArrayRef],
+        stored: &[OwnedRow],
+        rows: &[usize],
+        kind_of: &dyn Fn(usize) -> i8,
+        reducer: &dyn GroupReducer,
+    ) -> Result<crate::merge::reduce::ReducedGroups> {
+        let stored_columns = self.values.convert_rows(stored.iter().map(|r| r.row()))?;
+        let indices: Vec<(usize, usize)> = rows
+            .iter()
+            .enumerate()
+            .flat_map(|(g, &row)| [(0, g), (1, row)])
+            .collect();
+        let mut columns = stored_columns
+            .iter()
+            .zip(table_columns)
+            .map(|(old, new)| Ok(interleave(&[old.as_ref(), new.as_ref()], &indices)?))
+            .collect::<Result<Vec<ArrayRef>>>()?;
+        columns.push(Arc::new(Int64Array::from_iter_values(
+            indices.iter().map(|&(source, _)| source as i64),
+        )));
+        columns.push(Arc::new(Int8Array::from_iter_values(indices.iter().map(
+            |&(source, row)| {
+                if source == 0 {
+                    row_kind::INSERT
+                } else {
+                    kind_of(row)
+                }
+            },
+        ))));
+        let pairs = RecordBatch::try_new(Arc::clone(&self.merge_layout), columns)?;
+        let offsets: Vec<usize> = (0..=rows.len()).map(|g| 2 * g).collect();
+        reducer.reduce(&pairs, &offsets)
+    }
+
+    /// Output rows from input rows, before- and after-images, gathered with `interleave`.
     fn assemble(
         &self,
         batch: &RecordBatch,
         table_columns: &[ArrayRef],
-        before: Vec<OwnedRow>,
-        out: &[(Source, &'static str, usize)],
+        changes: Changes,
     ) -> Result<RecordBatch> {
-        let before_columns = self.values.convert_rows(before.iter().map(|r| r.row()))?;
+        let before_columns = self.values.convert_rows(changes.before.iter().map(|r| r.row()))?;
+        let after_columns = self.values.convert_rows(changes.after.iter().map(|r| r.row()))?;
+        let out = &changes.out;
         let indices: Vec<(usize, usize)> = out
             .iter()
             .map(|(source, _, _)| match source {
                 Source::Input(i) => (0, *i),
                 Source::Before(i) => (1, *i),
+                Source::After(i) => (2, *i),
             })
             .collect();
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.output.fields().len());
         columns.push(Arc::new(StringArray::from_iter_values(
             out.iter().map(|(_, k, _)| *k),
         )));
-        for (input, prior) in table_columns.iter().zip(&before_columns) {
-            columns.push(interleave(&[input.as_ref(), prior.as_ref()], &indices)?);
+        for ((input, prior), merged) in table_columns.iter().zip(&before_columns).zip(&after_columns) {
+            columns.push(interleave(
+                &[input.as_ref(), prior.as_ref(), merged.as_ref()],
+                &indices,
+            )?);
         }
         // A change belongs to the snapshot of the delta row that caused it.
         let causes = UInt32Array::from_iter_values(out.iter().map(|(_, _, cause)| *cause as u32));
