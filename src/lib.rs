@@ -27,6 +27,7 @@ pub(crate) mod compact;
 pub(crate) mod deletion_vector;
 pub(crate) mod dynamic_bucket;
 pub mod error;
+pub(crate) mod format;
 pub(crate) mod io;
 pub(crate) mod maintenance;
 pub(crate) mod merge;

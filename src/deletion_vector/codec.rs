@@ -32,7 +32,6 @@ impl DeletionVector {
     }
 
     /// Deleted positions, ascending.
-    #[cfg(test)]
     pub(crate) fn positions(&self) -> &[u64] {
         &self.positions
     }

@@ -14,14 +14,6 @@ use datafusion::common::{exec_datafusion_err, Result};
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::ObjectStore;
-use parquet::arrow::arrow_reader::RowSelection;
-#[allow(
-    deprecated,
-    reason = "ParquetObjectReader still serves object_store 0.13; revisit with arrow-rs #10308"
-)]
-use parquet::arrow::async_reader::ParquetObjectReader;
-use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
-use parquet::arrow::ProjectionMask;
 
 use crate::deletion_vector::DvRef;
 use crate::spec::{DataField, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
@@ -85,7 +77,8 @@ enum ColumnSource {
     Missing(ArrowType),
 }
 
-/// Opens `file` and returns its batches in `layout`'s schema.
+/// Opens `file` (Parquet, ORC or Avro, see [`crate::format`]) and returns its batches in
+/// `layout`'s schema.
 pub(crate) async fn read_file(
     store: Arc<dyn ObjectStore>,
     file: FileToRead,
@@ -100,12 +93,8 @@ pub(crate) async fn read_file(
         })?),
         None => None,
     };
-    #[allow(deprecated, reason = "see the import")]
-    let reader = ParquetObjectReader::new(store, file.path.clone()).with_file_size(file.size);
-    let builder = ParquetRecordBatchStreamBuilder::new(reader)
-        .await
-        .map_err(|e| exec_datafusion_err!("Failed to open data file {shown}: {e}"))?;
-    let file_arrow = Arc::clone(builder.schema());
+    let opened = crate::format::open(store, &file.path, file.size).await?;
+    let file_arrow = Arc::clone(opened.schema());
     let by_id: HashMap<i32, &DataField> = file_schema.fields.iter().map(|f| (f.id, f)).collect();
 
     let sources: Vec<ColumnSource> = layout
@@ -141,35 +130,12 @@ pub(crate) async fn read_file(
             }
         }
     }
-    let indices: Vec<usize> = wanted
-        .iter()
-        .filter_map(|n| file_arrow.index_of(n).ok())
-        .collect();
-    let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
-    let builder = match deleted.filter(|dv| !dv.is_empty()) {
-        Some(dv) => {
-            // Deleted rows are never decoded: the vector becomes the reader's row selection.
-            let rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
-            let kept = dv
-                .kept_ranges(rows)
-                .into_iter()
-                .map(|r| r.start as usize..r.end as usize);
-            builder.with_row_selection(RowSelection::from_consecutive_ranges(kept, rows as usize))
-        }
-        None => builder,
-    };
-    let stream = builder
-        .with_projection(mask)
-        .with_batch_size(batch_size)
-        .build()
-        .map_err(|e| exec_datafusion_err!("Failed to read data file {shown}: {e}"))?;
+    let stream = opened.read(&wanted, deleted.as_ref(), batch_size)?;
     let sources = Arc::new(sources);
-    Ok(stream
-        .map_err(move |e| exec_datafusion_err!("Failed to read data file {}: {e}", file.path))
-        .and_then(move |batch| {
-            let out = adapt_batch(&batch, &sources, &layout);
-            futures::future::ready(out)
-        }))
+    Ok(stream.and_then(move |batch| {
+        let out = adapt_batch(&batch, &sources, &layout);
+        futures::future::ready(out)
+    }))
 }
 
 /// Renames, casts and fills one file batch into the read layout.

@@ -1,0 +1,80 @@
+//! Parquet data files: projection by root column and deletion vectors as the reader's row
+//! selection, so neither unread columns nor deleted rows are decoded.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use datafusion::common::{exec_datafusion_err, Result};
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+use object_store::path::Path;
+use object_store::ObjectStore;
+use parquet::arrow::arrow_reader::RowSelection;
+#[allow(
+    deprecated,
+    reason = "ParquetObjectReader still serves object_store 0.13; revisit with arrow-rs #10308"
+)]
+use parquet::arrow::async_reader::ParquetObjectReader;
+use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+use parquet::arrow::ProjectionMask;
+
+use crate::deletion_vector::DeletionVector;
+
+#[allow(deprecated, reason = "see the import")]
+pub(super) struct Opened {
+    builder: ParquetRecordBatchStreamBuilder<ParquetObjectReader>,
+    path: Path,
+}
+
+pub(super) async fn open(store: Arc<dyn ObjectStore>, path: &Path, size: u64) -> Result<Opened> {
+    #[allow(deprecated, reason = "see the import")]
+    let reader = ParquetObjectReader::new(store, path.clone()).with_file_size(size);
+    let builder = ParquetRecordBatchStreamBuilder::new(reader)
+        .await
+        .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file {path}: {e}"))?;
+    Ok(Opened {
+        builder,
+        path: path.clone(),
+    })
+}
+
+impl Opened {
+    pub(super) fn schema(&self) -> SchemaRef {
+        Arc::clone(self.builder.schema())
+    }
+
+    pub(super) fn read(
+        self,
+        columns: &[String],
+        deleted: Option<&DeletionVector>,
+        batch_size: usize,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let Opened { builder, path } = self;
+        let file_schema = Arc::clone(builder.schema());
+        let indices: Vec<usize> = columns
+            .iter()
+            .filter_map(|n| file_schema.index_of(n).ok())
+            .collect();
+        let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
+        let builder = match deleted {
+            Some(dv) => {
+                let rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
+                let kept = dv
+                    .kept_ranges(rows)
+                    .into_iter()
+                    .map(|r| r.start as usize..r.end as usize);
+                builder.with_row_selection(RowSelection::from_consecutive_ranges(kept, rows as usize))
+            }
+            None => builder,
+        };
+        let stream = builder
+            .with_projection(mask)
+            .with_batch_size(batch_size)
+            .build()
+            .map_err(|e| exec_datafusion_err!("Failed to read Parquet data file {path}: {e}"))?;
+        Ok(stream
+            .map_err(move |e| exec_datafusion_err!("Failed to read Parquet data file {path}: {e}"))
+            .boxed())
+    }
+}
