@@ -53,6 +53,10 @@ pub enum Error {
     /// A feature of the format this implementation does not support yet.
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// A data file could not be encoded in the table's file format (the message names the
+    /// option or column).
+    #[error("{0}")]
+    FileFormat(String),
     /// Object store failure.
     #[error(transparent)]
     ObjectStore(#[from] object_store::Error),

@@ -582,11 +582,11 @@ impl BucketCompaction<'_> {
             .as_primitive::<arrow::datatypes::Int64Type>()
             .clone();
         let kinds = rows.column(n + 1).as_primitive::<Int8Type>().clone();
-        let name = format!("{prefix}-{}-0.parquet", uuid::Uuid::new_v4());
         let mut file = write_data_file(
             self.meta.io(),
             &self.dir,
-            name,
+            prefix,
+            level,
             self.schema,
             DataFileRows {
                 values,

@@ -6,9 +6,14 @@ use std::io::Cursor;
 use std::sync::Arc;
 
 use arrow::array::{BooleanArray, RecordBatch};
-use arrow::compute::filter_record_batch;
-use arrow::datatypes::SchemaRef;
+use std::collections::HashMap;
+
+use arrow::compute::{cast, filter_record_batch};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow_avro::compression::CompressionCodec;
 use arrow_avro::reader::ReaderBuilder;
+use arrow_avro::writer::format::AvroOcfFormat;
+use arrow_avro::writer::WriterBuilder;
 use bytes::Bytes;
 use datafusion::common::{exec_datafusion_err, Result};
 use futures::stream::BoxStream;
@@ -16,7 +21,59 @@ use futures::StreamExt;
 use object_store::path::Path;
 use object_store::ObjectStore;
 
+use super::{FileFormat, WriteFormat};
 use crate::deletion_vector::DeletionVector;
+
+pub(super) fn encode(write: &WriteFormat, batch: &RecordBatch) -> Result<Vec<u8>> {
+    let codec = match write.compression.as_str() {
+        "zstd" => Some(CompressionCodec::ZStandard),
+        "snappy" => Some(CompressionCodec::Snappy),
+        "deflate" => Some(CompressionCodec::Deflate),
+        "none" | "null" | "uncompressed" => None,
+        other => {
+            return Err(super::unknown_compression(
+                FileFormat::Avro,
+                other,
+                "zstd, snappy, deflate or none",
+            ))
+        }
+    };
+    // Avro has no 8- or 16-bit ints: TINYINT and SMALLINT are `int`, as Paimon writes them.
+    let mut fields = Vec::with_capacity(batch.num_columns());
+    let mut columns = Vec::with_capacity(batch.num_columns());
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        let widened = matches!(field.data_type(), DataType::Int8 | DataType::Int16);
+        let data_type = if widened {
+            DataType::Int32
+        } else {
+            field.data_type().clone()
+        };
+        columns.push(if widened {
+            cast(column, &DataType::Int32)?
+        } else {
+            Arc::clone(column)
+        });
+        fields.push(Field::new(field.name(), data_type, field.is_nullable()));
+    }
+    // Java names the record `org.apache.paimon.avro.generated.record`.
+    let metadata = HashMap::from([
+        ("avro.name".to_string(), "record".to_string()),
+        (
+            "avro.namespace".to_string(),
+            "org.apache.paimon.avro.generated".to_string(),
+        ),
+    ]);
+    let schema = Schema::new_with_metadata(fields, metadata);
+    let batch = RecordBatch::try_new(Arc::new(schema.clone()), columns)?;
+    let failed = |e: arrow_avro::errors::AvroError| exec_datafusion_err!("Failed to write an Avro file: {e}");
+    let mut writer = WriterBuilder::new(schema)
+        .with_compression(codec)
+        .build::<_, AvroOcfFormat>(Vec::new())
+        .map_err(failed)?;
+    writer.write(&batch).map_err(failed)?;
+    writer.finish().map_err(failed)?;
+    Ok(writer.into_inner())
+}
 
 pub(super) struct Opened {
     bytes: Bytes,

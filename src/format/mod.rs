@@ -11,11 +11,15 @@
 //!
 //! Callers match columns by name against [`OpenedFile::schema`] and adapt types afterwards;
 //! every format returns its own Arrow types (ORC timestamps, Avro `int` row kinds, ...).
+//!
+//! Writing: [`WriteFormat::of_level`] reads `file.format`, `file.format.per.level` and
+//! `file.compression`; [`encode`] turns one batch into the bytes of one data file.
 
 mod avro;
 mod orc;
 mod parquet;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
@@ -52,8 +56,8 @@ impl FileFormat {
         }
     }
 
-    /// The format of a table's `file.format` option (Paimon's default: parquet).
-    pub(crate) fn of_option(value: Option<&str>) -> Result<Self> {
+    /// The format named by `file.format` (Paimon's default: parquet).
+    fn of_option(value: Option<&str>) -> Result<Self> {
         match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
             None | Some("parquet") => Ok(FileFormat::Parquet),
             Some("orc") => Ok(FileFormat::Orc),
@@ -72,6 +76,68 @@ impl FileFormat {
             FileFormat::Avro => "avro",
         }
     }
+}
+
+/// How the data files of one level are written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WriteFormat {
+    pub(crate) format: FileFormat,
+    /// `file.compression` (Paimon's default: zstd), lower case.
+    pub(crate) compression: String,
+    /// `file.compression.zstd-level` (default 1).
+    pub(crate) zstd_level: i32,
+}
+
+impl WriteFormat {
+    /// The format of files written at `level`: `file.format.per.level` (`0:avro,5:parquet`)
+    /// where it names the level, else `file.format`.
+    pub(crate) fn of_level(options: &BTreeMap<String, String>, level: i32) -> Result<Self> {
+        let per_level = options
+            .get("file.format.per.level")
+            .into_iter()
+            .flat_map(|v| v.split(','))
+            .filter_map(|pair| pair.split_once(':'))
+            .find(|(l, _)| l.trim().parse::<i32>().ok() == Some(level))
+            .map(|(_, f)| f);
+        let format = FileFormat::of_option(per_level.or(options.get("file.format").map(String::as_str)))?;
+        let compression = options
+            .get("file.compression")
+            .map(|c| c.trim().to_ascii_lowercase())
+            .unwrap_or_else(|| "zstd".to_string());
+        let zstd_level = match options.get("file.compression.zstd-level") {
+            Some(v) => v.trim().parse().map_err(|_| {
+                plan_datafusion_err!("Option 'file.compression.zstd-level' must be an integer, got '{v}'")
+            })?,
+            None => 1,
+        };
+        Ok(WriteFormat {
+            format,
+            compression,
+            zstd_level,
+        })
+    }
+}
+
+/// Encodes `batch` as one data file. Field ids travel as `PARQUET:field_id` field metadata
+/// (used by Parquet; ORC and Avro files are matched by name).
+pub(crate) fn encode(write: &WriteFormat, batch: &RecordBatch) -> Result<Vec<u8>> {
+    match write.format {
+        FileFormat::Parquet => parquet::encode(write, batch),
+        FileFormat::Orc => orc::encode(write, batch),
+        FileFormat::Avro => avro::encode(write, batch),
+    }
+}
+
+/// An unknown `file.compression` for `format`.
+fn unknown_compression(
+    format: FileFormat,
+    compression: &str,
+    known: &str,
+) -> datafusion::error::DataFusionError {
+    plan_datafusion_err!(
+        "Option 'file.compression' = '{compression}' is not supported for {} files ({known})",
+        format.extension()
+    )
 }
 
 /// A data file whose metadata has been read.
@@ -134,7 +200,31 @@ async fn fetch(store: &Arc<dyn ObjectStore>, path: &Path) -> Result<bytes::Bytes
 
 #[cfg(test)]
 mod tests {
-    use super::FileFormat;
+    use std::collections::BTreeMap;
+
+    use super::{FileFormat, WriteFormat};
+
+    #[test]
+    fn write_format_per_level_overrides_file_format() {
+        let options: BTreeMap<String, String> = [
+            ("file.format", "orc"),
+            ("file.format.per.level", "0:avro, 5:parquet"),
+            ("file.compression", "SNAPPY"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let at = |level| WriteFormat::of_level(&options, level).unwrap();
+        assert_eq!(at(0).format, FileFormat::Avro);
+        assert_eq!(at(3).format, FileFormat::Orc);
+        assert_eq!(at(5).format, FileFormat::Parquet);
+        assert_eq!(at(3).compression, "snappy");
+        let default = WriteFormat::of_level(&BTreeMap::new(), 0).unwrap();
+        assert_eq!(
+            (default.format, default.compression.as_str()),
+            (FileFormat::Parquet, "zstd")
+        );
+    }
 
     #[test]
     fn format_comes_from_the_extension() {

@@ -5,18 +5,78 @@
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, SchemaRef};
 use bytes::Bytes;
 use datafusion::common::{exec_datafusion_err, Result};
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use object_store::path::Path;
 use object_store::ObjectStore;
+use orc_rust::compression::CompressionType;
 use orc_rust::projection::ProjectionMask;
 use orc_rust::schema::TimestampPrecision;
-use orc_rust::{ArrowReaderBuilder, RowSelection};
+use orc_rust::{ArrowReaderBuilder, ArrowWriterBuilder, RowSelection};
 
+use super::{FileFormat, WriteFormat};
 use crate::deletion_vector::DeletionVector;
+
+/// Column types orc-rust can write; anything else is refused before encoding.
+fn writable(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Boolean
+            | DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Date32
+            | DataType::Timestamp(_, None)
+            | DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Binary
+            | DataType::LargeBinary
+    )
+}
+
+pub(super) fn encode(write: &WriteFormat, batch: &RecordBatch) -> Result<Vec<u8>> {
+    if let Some(field) = batch.schema().fields().iter().find(|f| !writable(f.data_type())) {
+        return Err(exec_datafusion_err!(
+            "Writing ORC files does not support column '{}' of type {} yet; set 'file.format' to 'parquet' or 'avro'",
+            field.name(),
+            field.data_type()
+        ));
+    }
+    let compression = match write.compression.as_str() {
+        "zstd" => Some(CompressionType::Zstd),
+        "snappy" => Some(CompressionType::Snappy),
+        "lz4" => Some(CompressionType::Lz4),
+        "zlib" | "gzip" => Some(CompressionType::Zlib),
+        "none" | "uncompressed" => None,
+        other => {
+            return Err(super::unknown_compression(
+                FileFormat::Orc,
+                other,
+                "zstd, snappy, lz4, zlib or none",
+            ))
+        }
+    };
+    let mut buf = Vec::new();
+    let builder = ArrowWriterBuilder::new(&mut buf, batch.schema());
+    let builder = match compression {
+        Some(c) => builder.with_compression(c),
+        None => builder,
+    };
+    let mut writer = builder
+        .try_build()
+        .map_err(|e| exec_datafusion_err!("Failed to write an ORC file: {e}"))?;
+    writer
+        .write(batch)
+        .and_then(|_| writer.close())
+        .map_err(|e| exec_datafusion_err!("Failed to write an ORC file: {e}"))?;
+    Ok(buf)
+}
 
 pub(super) struct Opened {
     builder: ArrowReaderBuilder<Bytes>,

@@ -17,9 +17,35 @@ use parquet::arrow::arrow_reader::RowSelection;
 )]
 use parquet::arrow::async_reader::ParquetObjectReader;
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
-use parquet::arrow::ProjectionMask;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::basic::{Compression, GzipLevel, ZstdLevel};
+use parquet::file::properties::WriterProperties;
 
+use super::{FileFormat, WriteFormat};
 use crate::deletion_vector::DeletionVector;
+
+pub(super) fn encode(write: &WriteFormat, batch: &RecordBatch) -> Result<Vec<u8>> {
+    let compression = match write.compression.as_str() {
+        "zstd" => Compression::ZSTD(ZstdLevel::try_new(write.zstd_level)?),
+        "snappy" => Compression::SNAPPY,
+        "lz4" => Compression::LZ4_RAW,
+        "gzip" => Compression::GZIP(GzipLevel::default()),
+        "none" | "uncompressed" => Compression::UNCOMPRESSED,
+        other => {
+            return Err(super::unknown_compression(
+                FileFormat::Parquet,
+                other,
+                "zstd, snappy, lz4, gzip or none",
+            ))
+        }
+    };
+    let props = WriterProperties::builder().set_compression(compression).build();
+    let mut buf = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))?;
+    writer.write(batch)?;
+    writer.close()?;
+    Ok(buf)
+}
 
 #[allow(deprecated, reason = "see the import")]
 pub(super) struct Opened {

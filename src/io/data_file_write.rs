@@ -2,7 +2,7 @@
 //!
 //! Primary-key files use the KeyValue layout (`_KEY_<k>...`, `_SEQUENCE_NUMBER`,
 //! `_VALUE_KIND`, all table columns; format.md §6.2) and must arrive sorted by key with unique
-//! keys. Parquet field ids are written as Java does. Value statistics follow Java's default
+//! keys. Parquet field ids are written as Java does; ORC and Avro files carry names only. Value statistics follow Java's default
 //! `truncate(16)` mode; nested columns get null counts only.
 
 use std::collections::HashMap;
@@ -13,12 +13,10 @@ use arrow::datatypes::{DataType as ArrowType, Field, Schema};
 use datafusion::common::ScalarValue;
 use datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
 use datafusion::logical_expr::Accumulator;
-use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::properties::WriterProperties;
 
 use super::FileIO;
 use crate::error::{Error, Result};
+use crate::format::{encode, WriteFormat};
 use crate::spec::{
     BinaryRow, DataField, DataFileMeta, SimpleStats, TableSchema, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND,
 };
@@ -43,14 +41,24 @@ fn field_with_id(name: &str, data_type: ArrowType, nullable: bool, id: i32) -> F
     Field::new(name, data_type, nullable).with_metadata(metadata)
 }
 
-/// Writes `rows` as `<dir>/<name>` and returns the file's metadata (level 0, APPEND source).
+/// Writes `rows` as `<dir>/<prefix>-<uuid>-0.<format>` in the format the table's options give
+/// for `level` (`file.format`, `file.format.per.level`, `file.compression`) and returns the
+/// file's metadata (at `level`, APPEND source).
 pub(crate) async fn write_data_file(
     io: &FileIO,
     dir: &str,
-    name: String,
+    prefix: &str,
+    level: i32,
     schema: &TableSchema,
     rows: DataFileRows,
 ) -> Result<DataFileMeta> {
+    let format_error = |e: datafusion::error::DataFusionError| Error::FileFormat(e.message().to_string());
+    let format = WriteFormat::of_level(&schema.options, level).map_err(format_error)?;
+    let name = format!(
+        "{prefix}-{}-0.{}",
+        uuid::Uuid::new_v4(),
+        format.format.extension()
+    );
     let n = rows.values.num_rows();
     let keys: Vec<(usize, &DataField)> = schema
         .trimmed_primary_keys()
@@ -94,13 +102,7 @@ pub(crate) async fn write_data_file(
         columns.push(Arc::clone(c));
     }
     let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(1)?))
-        .build();
-    let mut buf = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))?;
-    writer.write(&batch)?;
-    writer.close()?;
+    let buf = encode(&format, &batch).map_err(format_error)?;
     let file_size = buf.len() as i64;
     io.write(&format!("{dir}/{name}"), buf).await?;
 
@@ -151,7 +153,7 @@ pub(crate) async fn write_data_file(
         min_sequence_number: seq_range.0,
         max_sequence_number: seq_range.1,
         schema_id: schema.id,
-        level: 0,
+        level,
         extra_files: vec![],
         creation_time: Some(chrono::Local::now().naive_local().and_utc().timestamp_millis()),
         delete_row_count: Some(deletes),

@@ -455,15 +455,10 @@ impl PaimonSink {
             &partition_path,
             group.1,
         );
-        let extension = &options.file_format;
-        if extension != "parquet" {
-            return exec_err!("Writing file.format '{extension}' is not supported yet; use parquet");
-        }
         let mut written = Vec::with_capacity(2);
         for (prefix, rows) in [("data", Some(rows)), (CHANGELOG_PREFIX, input_changelog)] {
             let Some(rows) = rows else { continue };
-            let name = format!("{prefix}-{}-0.parquet", uuid::Uuid::new_v4());
-            let file = write_data_file(meta.io(), &dir, name, &schema, rows).await?;
+            let file = write_data_file(meta.io(), &dir, prefix, 0, &schema, rows).await?;
             written.push(ManifestEntry {
                 kind: FileKind::Add,
                 partition: group.0.clone(),
