@@ -350,3 +350,42 @@ INSERT INTO interop.rolled_back VALUES (1, 'A'), (4, 'd');
 DELETE FROM interop.rolled_back WHERE k = 2;
 CALL sys.rollback_to('interop.rolled_back', 'kept');
 INSERT INTO interop.rolled_back VALUES (5, 'e');
+
+----------------------------------------------------------------------------------------------------
+-- ORC and Avro data files: pypaimon reads what we write in both formats, merged across commits
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.avro_pk (
+    k INT,
+    name STRING,
+    price DOUBLE,
+    d DATE,
+    amount DECIMAL(10, 2),
+    small TINYINT,
+    ts TIMESTAMP(6),
+    PRIMARY KEY (k) NOT ENFORCED
+) WITH ('bucket' = '2', 'file.format' = 'avro');
+
+INSERT INTO interop.avro_pk VALUES (1, 'a', 1.5, DATE '2024-01-01', 1.25, 1, TIMESTAMP '2024-01-01 10:00:00.123456'), (2, 'b', 2.5, DATE '2024-01-02', 2.50, 2, TIMESTAMP '2024-01-02 10:00:00'), (3, 'c', NULL, NULL, NULL, NULL, NULL);
+INSERT INTO interop.avro_pk VALUES (2, 'b2', 20.5, DATE '2024-02-02', 20.05, -2, TIMESTAMP '2024-02-02 10:00:00');
+DELETE FROM interop.avro_pk WHERE k = 1;
+
+CREATE TABLE interop.orc_pk (
+    k INT,
+    v STRING,
+    n BIGINT,
+    f BOOLEAN,
+    d DATE,
+    ts TIMESTAMP(6),
+    PRIMARY KEY (k) NOT ENFORCED
+) WITH ('bucket' = '2', 'file.format' = 'orc', 'file.compression' = 'zstd');
+
+INSERT INTO interop.orc_pk VALUES (1, 'x', 10, true, DATE '2024-03-01', TIMESTAMP '2024-03-01 08:00:00.5'), (2, 'y', 20, false, NULL, NULL), (3, 'z', NULL, NULL, DATE '2024-03-03', TIMESTAMP '2024-03-03 00:00:00');
+INSERT INTO interop.orc_pk VALUES (1, 'x2', 11, false, DATE '2024-03-02', TIMESTAMP '2024-03-02 08:00:00');
+CALL sys.compact('interop.orc_pk');
+
+CREATE TABLE interop.orc_log (id INT, msg STRING) WITH ('file.format' = 'orc', 'file.compression' = 'lz4');
+INSERT INTO interop.orc_log VALUES (1, 'one'), (2, 'two');
+INSERT INTO interop.orc_log VALUES (3, 'three');
+
+CREATE TABLE interop.avro_log (id INT, msg STRING) WITH ('file.format' = 'avro', 'file.compression' = 'snappy');
+INSERT INTO interop.avro_log VALUES (1, 'one'), (2, 'two');
