@@ -24,6 +24,9 @@ use object_store::ObjectStore;
 use super::{FileFormat, WriteFormat};
 use crate::deletion_vector::DeletionVector;
 
+/// `file.compression` values this format writes.
+pub(super) const COMPRESSIONS: &[&str] = &["zstd", "snappy", "deflate", "none", "null", "uncompressed"];
+
 pub(super) fn encode(write: &WriteFormat, batch: &RecordBatch) -> Result<Vec<u8>> {
     let codec = match write.compression.as_str() {
         "zstd" => Some(CompressionCodec::ZStandard),

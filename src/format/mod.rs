@@ -118,6 +118,47 @@ impl WriteFormat {
     }
 }
 
+impl WriteFormat {
+    /// Checks the write options of a table as DDL does: every `file.format.per.level` entry is
+    /// `<level>:<format>`, and `file.compression` is a codec of every format the table writes.
+    pub(crate) fn check_options(options: &BTreeMap<String, String>) -> Result<()> {
+        let mut levels = vec![0];
+        if let Some(per_level) = options.get("file.format.per.level") {
+            for pair in per_level.split(',').filter(|p| !p.trim().is_empty()) {
+                let parsed = pair.split_once(':').and_then(|(l, f)| {
+                    let level = l.trim().parse::<i32>().ok()?;
+                    FileFormat::of_option(Some(f)).ok().map(|_| level)
+                });
+                match parsed {
+                    Some(level) => levels.push(level),
+                    None => {
+                        return Err(plan_datafusion_err!(
+                            "Option 'file.format.per.level' = '{per_level}': entry '{}' is not '<level>:<parquet|orc|avro>'",
+                            pair.trim()
+                        ))
+                    }
+                }
+            }
+        }
+        for level in levels {
+            let write = WriteFormat::of_level(options, level)?;
+            let known = match write.format {
+                FileFormat::Parquet => parquet::COMPRESSIONS,
+                FileFormat::Orc => orc::COMPRESSIONS,
+                FileFormat::Avro => avro::COMPRESSIONS,
+            };
+            if !known.contains(&write.compression.as_str()) {
+                return Err(unknown_compression(
+                    write.format,
+                    &write.compression,
+                    &known.join(", "),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Encodes `batch` as one data file. Field ids travel as `PARQUET:field_id` field metadata
 /// (used by Parquet; ORC and Avro files are matched by name).
 pub(crate) fn encode(write: &WriteFormat, batch: &RecordBatch) -> Result<Vec<u8>> {

@@ -40,6 +40,9 @@ fn writable(data_type: &DataType) -> bool {
     )
 }
 
+/// `file.compression` values this format writes.
+pub(super) const COMPRESSIONS: &[&str] = &["zstd", "snappy", "lz4", "zlib", "gzip", "none", "uncompressed"];
+
 pub(super) fn encode(write: &WriteFormat, batch: &RecordBatch) -> Result<Vec<u8>> {
     if let Some(field) = batch.schema().fields().iter().find(|f| !writable(f.data_type())) {
         return Err(exec_datafusion_err!(

@@ -24,6 +24,9 @@ use parquet::file::properties::WriterProperties;
 use super::{FileFormat, WriteFormat};
 use crate::deletion_vector::DeletionVector;
 
+/// `file.compression` values this format writes.
+pub(super) const COMPRESSIONS: &[&str] = &["zstd", "snappy", "lz4", "gzip", "none", "uncompressed"];
+
 pub(super) fn encode(write: &WriteFormat, batch: &RecordBatch) -> Result<Vec<u8>> {
     let compression = match write.compression.as_str() {
         "zstd" => Compression::ZSTD(ZstdLevel::try_new(write.zstd_level)?),

@@ -119,6 +119,7 @@ pub(crate) fn validate_schema(schema: &TableSchema, table: &str) -> Result<()> {
     ctx.merge_engine()?;
     ctx.changelog_and_modes()?;
     ctx.retention()?;
+    crate::format::WriteFormat::check_options(&schema.options)?;
     ctx.misc()
 }
 
