@@ -114,8 +114,25 @@ fn warehouse_url(location: &str) -> Result<Url> {
     } else {
         std::env::current_dir()?.join(path)
     };
-    Url::from_directory_path(&absolute)
+    Url::from_directory_path(lexically_normal(&absolute))
         .map_err(|_| DataFusionError::Plan(format!("Invalid warehouse path '{location}'")))
+}
+
+/// `path` without `.` and `..` components, resolved lexically (the directory may not exist yet;
+/// object store paths refuse `..`).
+fn lexically_normal(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
 }
 
 impl CatalogProvider for PaimonCatalog {
@@ -211,5 +228,18 @@ impl SchemaProvider for PaimonDatabase {
             "Cannot register table {name} in Paimon database {}: use CREATE TABLE",
             self.name
         )
+    }
+}
+
+#[cfg(test)]
+mod path_tests {
+    #[test]
+    fn relative_warehouse_paths_are_normalised() {
+        let url = super::warehouse_url("/tmp/a/./b/../wh").unwrap();
+        assert_eq!(url.as_str(), "file:///tmp/a/wh/");
+        let cwd = std::env::current_dir().unwrap();
+        let parent = cwd.parent().unwrap_or(&cwd).join("wh");
+        let url = super::warehouse_url("../wh").unwrap();
+        assert_eq!(url.to_file_path().unwrap(), parent);
     }
 }
