@@ -60,6 +60,28 @@ pub(crate) async fn create_tag(
     time_retained_ms: Option<i64>,
 ) -> Result<i64> {
     check_name(name)?;
+    write_tag(meta, table, name, snapshot_id, time_retained_ms).await
+}
+
+/// An automatic tag: its name comes from a period formatter and may be all digits
+/// (`20240101`), which a user-chosen name may not.
+pub(crate) async fn create_auto_tag(
+    meta: &TableMeta,
+    table: &str,
+    name: &str,
+    snapshot_id: i64,
+    time_retained_ms: Option<i64>,
+) -> Result<i64> {
+    write_tag(meta, table, name, Some(snapshot_id), time_retained_ms).await
+}
+
+async fn write_tag(
+    meta: &TableMeta,
+    table: &str,
+    name: &str,
+    snapshot_id: Option<i64>,
+    time_retained_ms: Option<i64>,
+) -> Result<i64> {
     let snapshot = match snapshot_id {
         Some(id) => match meta.snapshot(id).await {
             Ok(s) => s,
