@@ -11,6 +11,7 @@ mod insert_overwrite;
 mod procedures;
 mod session_options;
 mod stream_function;
+mod use_statement;
 
 pub use incremental_function::INCREMENTAL_QUERY;
 pub use session_options::{parse_session_statement, SessionStatement};
@@ -121,6 +122,10 @@ impl PaimonSession {
     pub async fn try_paimon_statement(&self, sql: &str) -> Result<Option<DataFrame>> {
         if let Some(df) = self.try_session_statement(sql)? {
             return Ok(Some(df));
+        }
+        if let Some(target) = use_statement::parse(sql) {
+            use_statement::apply(&self.ctx, &target)?;
+            return Ok(Some(self.ctx.read_empty()?));
         }
         let done = dispatch::try_execute(self, sql).await?;
         if done.is_none() {

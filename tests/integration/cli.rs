@@ -56,3 +56,41 @@ fn failing_statement_exits_non_zero_with_error_once() {
         "stdout: {stdout}"
     );
 }
+
+/// Machine-readable formats print every row: `--maxrows` (default 40) limits tables only.
+#[test]
+fn csv_and_json_output_is_complete() {
+    let select = "SELECT value FROM generate_series(1, 100)";
+    let output = paimon_sql(&["--format", "csv", "-q", "-c", select]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(stdout.lines().count(), 101, "header and 100 rows: {stdout}");
+    assert_eq!(stdout.lines().last(), Some("100"));
+    let output = paimon_sql(&["--format", "nd-json", "-q", "-c", select]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout).lines().count(), 100);
+}
+
+/// Flink's `USE db` makes unqualified names resolve in `db`.
+#[test]
+fn use_database_sets_the_default_database() {
+    let output = paimon_sql(&[
+        "--format",
+        "csv",
+        "-q",
+        "-c",
+        "USE pk; SELECT count(*) AS n FROM dedup_basic",
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr: {stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "n\n18\n");
+    let output = paimon_sql(&["-c", "USE no_such_db"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Database no_such_db does not exist"),
+        "stderr: {stderr}"
+    );
+}

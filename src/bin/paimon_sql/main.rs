@@ -90,10 +90,15 @@ async fn main() -> ExitCode {
 async fn run(args: Args) -> Result<()> {
     let registry = Arc::new(InstrumentedObjectStoreRegistry::new());
     let session = open_session(&args.warehouse, Arc::clone(&registry)).await?;
+    // `--maxrows` limits the table formats only: csv, tsv, json and nd-json print every row.
+    let maxrows = match args.format {
+        PrintFormat::Table | PrintFormat::Automatic => args.maxrows,
+        _ => MaxRows::Unlimited,
+    };
     let print_options = PrintOptions {
         format: args.format,
         quiet: args.quiet,
-        maxrows: args.maxrows,
+        maxrows,
         color: false,
         instrumented_registry: registry,
     };

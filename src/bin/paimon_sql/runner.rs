@@ -38,8 +38,10 @@ impl Runner {
     pub async fn run_statement(&self, sql: &str) -> Result<()> {
         // Our statements (SET/RESET paimon.*, DDL, SHOW DATABASES) run here; the rest goes to
         // datafusion-cli, which DataFusion's parser handles.
+        // Timed from the start: DDL and procedures (`CALL sys.compact`) run while they are
+        // recognised, before their (empty) result is collected.
+        let start = std::time::Instant::now();
         if let Some(df) = self.session.try_paimon_statement(sql).await? {
-            let start = std::time::Instant::now();
             let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
             let batches = df.collect().await?;
             if schema.fields().is_empty() {
