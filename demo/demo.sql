@@ -69,3 +69,11 @@ SELECT * FROM demo.profiles;
 -- Full compaction of a table from SQL (a COMPACT snapshot; files move to the top level).
 CALL sys.compact('demo.orders');
 SELECT partition, bucket, level, record_count FROM demo."orders$files" ORDER BY partition, bucket;
+
+-- Loading a file: a CSV shipped with the demo becomes a Paimon table (file names work as
+-- tables, as in datafusion-cli), then joins the orders.
+CREATE TABLE demo.customers (name STRING, city STRING, PRIMARY KEY (name) NOT ENFORCED) WITH ('bucket' = '1');
+INSERT INTO demo.customers SELECT name, city FROM 'demo/customers.csv';
+SELECT o.order_id, o.customer, c.city
+FROM demo.orders o JOIN demo.customers c ON o.customer = c.name
+ORDER BY o.order_id;

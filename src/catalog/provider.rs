@@ -3,6 +3,11 @@
 //! DataFusion's name-listing methods are synchronous, so database and table names are listed
 //! once when the catalog opens and refreshed by [`PaimonCatalog::refresh`]; resolving a table
 //! by name always checks the warehouse itself.
+//!
+//! Tables DataFusion registers itself (`CREATE EXTERNAL TABLE`, `CREATE VIEW`, a
+//! `register_table` call) live next to the Paimon tables of their database for the lifetime
+//! of the catalog object, in memory, as they would in DataFusion's memory schema; they never
+//! shadow a Paimon table.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
@@ -23,6 +28,9 @@ use crate::table::{open_table, ReadView};
 /// Session read options shared by the catalog's tables (`SET paimon.<option> = ...`).
 pub type ReadOptions = Arc<RwLock<BTreeMap<String, String>>>;
 
+/// Non-Paimon tables (external tables, views) per database: name -> provider.
+type SessionTables = Arc<RwLock<BTreeMap<String, BTreeMap<String, Arc<dyn TableProvider>>>>>;
+
 /// A warehouse of Paimon tables.
 #[derive(Debug)]
 pub struct PaimonCatalog {
@@ -33,6 +41,7 @@ pub struct PaimonCatalog {
     /// Databases created by this catalog that have no object yet: on object stores a
     /// directory exists only through the files below it (see `warehouse.rs`).
     pub(super) empty_databases: RwLock<BTreeSet<String>>,
+    session_tables: SessionTables,
 }
 
 impl PaimonCatalog {
@@ -48,6 +57,7 @@ impl PaimonCatalog {
             read_options: Arc::new(RwLock::new(BTreeMap::new())),
             listing: RwLock::new(BTreeMap::new()),
             empty_databases: RwLock::new(BTreeSet::new()),
+            session_tables: SessionTables::default(),
         });
         catalog.refresh().await?;
         Ok(catalog)
@@ -98,6 +108,7 @@ impl PaimonCatalog {
             io: self.io.child(&format!("{name}.db")),
             read_options: Arc::clone(&self.read_options),
             table_names: tables,
+            session_tables: Arc::clone(&self.session_tables),
         }))
     }
 }
@@ -157,9 +168,22 @@ pub struct PaimonDatabase {
     io: FileIO,
     read_options: ReadOptions,
     table_names: Vec<String>,
+    session_tables: SessionTables,
 }
 
 impl PaimonDatabase {
+    /// A non-Paimon table registered in this database.
+    fn session_table(&self, name: &str) -> Option<Arc<dyn TableProvider>> {
+        let tables = self.session_tables.read().expect("lock is never poisoned");
+        tables.get(&self.name)?.get(name).cloned()
+    }
+
+    fn is_paimon_table(&self, name: &str) -> bool {
+        self.table_names
+            .iter()
+            .any(|t| t == name.split('$').next().unwrap_or(name))
+    }
+
     /// Loads a table (or a `table$system` table) with the session's read options.
     pub async fn load(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
         let options = self
@@ -199,35 +223,50 @@ impl PaimonDatabase {
 #[async_trait]
 impl SchemaProvider for PaimonDatabase {
     fn table_names(&self) -> Vec<String> {
-        self.table_names.clone()
+        let mut names = self.table_names.clone();
+        let tables = self.session_tables.read().expect("lock is never poisoned");
+        names.extend(tables.get(&self.name).into_iter().flat_map(|t| t.keys().cloned()));
+        names
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        if let Some(table) = self.session_table(name) {
+            return Ok(Some(table));
+        }
         self.load(name).await
     }
 
     async fn table_type(&self, name: &str) -> Result<Option<datafusion::datasource::TableType>> {
+        if let Some(table) = self.session_table(name) {
+            return Ok(Some(table.table_type()));
+        }
         // Listing must not load (and fail on) every table: existence is enough.
         Ok(self
-            .table_exist(name)
+            .is_paimon_table(name)
             .then_some(datafusion::datasource::TableType::Base))
     }
 
     fn table_exist(&self, name: &str) -> bool {
-        self.table_names
-            .iter()
-            .any(|t| t == name.split('$').next().unwrap_or(name))
+        self.is_paimon_table(name) || self.session_table(name).is_some()
     }
 
+    /// `CREATE EXTERNAL TABLE`, `CREATE VIEW`: kept in memory next to the Paimon tables.
     fn register_table(
         &self,
         name: String,
-        _table: Arc<dyn TableProvider>,
+        table: Arc<dyn TableProvider>,
     ) -> Result<Option<Arc<dyn TableProvider>>> {
-        plan_err!(
-            "Cannot register table {name} in Paimon database {}: use CREATE TABLE",
-            self.name
-        )
+        if self.is_paimon_table(&name) {
+            return plan_err!("Table {}.{name} already exists as a Paimon table", self.name);
+        }
+        let mut tables = self.session_tables.write().expect("lock is never poisoned");
+        Ok(tables.entry(self.name.clone()).or_default().insert(name, table))
+    }
+
+    /// `DROP VIEW`, `DROP TABLE` of an external table (Paimon tables are dropped by our DDL).
+    fn deregister_table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        let mut tables = self.session_tables.write().expect("lock is never poisoned");
+        Ok(tables.get_mut(&self.name).and_then(|t| t.remove(name)))
     }
 }
 

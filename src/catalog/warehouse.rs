@@ -27,6 +27,21 @@ use crate::spec::TableSchema;
 const SYSTEM_DATABASE: &str = "sys";
 
 impl PaimonCatalog {
+    /// Makes database `name` exist for this catalog even if the warehouse has no directory
+    /// for it (yet), as Flink's Paimon catalog does with its default database: local and
+    /// object-store warehouses then behave alike, and nothing is written until a table is
+    /// created in it.
+    pub async fn ensure_database(&self, name: &str) -> Result<()> {
+        if self.database_exists(name).await? {
+            return Ok(());
+        }
+        self.empty_databases
+            .write()
+            .expect("lock is never poisoned")
+            .insert(name.to_string());
+        self.refresh().await
+    }
+
     /// Whether database `name` exists.
     pub async fn database_exists(&self, name: &str) -> Result<bool> {
         if self

@@ -60,7 +60,8 @@ impl PaimonSession {
             .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_DATABASE)
             .with_create_default_catalog_and_schema(false)
             .with_information_schema(true);
-        let ctx = SessionContext::new_with_config(config);
+        // File names work as tables (`SELECT * FROM 'data.csv'`), as in datafusion-cli.
+        let ctx = SessionContext::new_with_config(config).enable_url_table();
         Self::register(ctx, location).await
     }
 
@@ -68,6 +69,7 @@ impl PaimonSession {
     /// and the table function `paimon_incremental_query`.
     pub async fn register(ctx: SessionContext, location: &str) -> Result<Self> {
         let catalog = PaimonCatalog::open(&ctx, location).await?;
+        catalog.ensure_database(DEFAULT_DATABASE).await?;
         ctx.register_catalog(DEFAULT_CATALOG, Arc::clone(&catalog) as _);
         let incremental_query = Arc::new(IncrementalQueryFunction::new(Arc::clone(&catalog)));
         ctx.register_udtf(INCREMENTAL_QUERY, Arc::clone(&incremental_query) as _);

@@ -126,7 +126,8 @@ async fn open_session(
     let runtime = RuntimeEnvBuilder::new()
         .with_object_store_registry(registry)
         .build_arc()?;
-    let ctx = SessionContext::new_with_config_rt(session_config()?, runtime);
+    // As datafusion-cli: `SELECT * FROM 'data.csv'` reads the file (names that are no table).
+    let ctx = SessionContext::new_with_config_rt(session_config()?, runtime).enable_url_table();
     register_remote_store(&ctx, warehouse).await?;
     PaimonSession::register(ctx, warehouse)
         .await
