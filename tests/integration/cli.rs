@@ -94,3 +94,42 @@ fn use_database_sets_the_default_database() {
         "stderr: {stderr}"
     );
 }
+
+/// datafusion-cli's resource flags: a bounded memory pool refuses a query that needs more,
+/// `--batch-size` sets the session's batch size, `-r` runs a file first.
+#[test]
+fn memory_limit_batch_size_and_rc_files() {
+    let big = "SELECT count(*) FROM (SELECT value % 100000 AS g FROM generate_series(1, 2000000)) GROUP BY g HAVING count(*) > 100";
+    let output = paimon_sql(&["-m", "1m", "-q", "-c", big]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains("pool_size"),
+        "stderr: {stderr}"
+    );
+    let output = paimon_sql(&["--memory-limit", "1g", "--mem-pool-type", "fair", "-q", "-c", big]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let setting =
+        "SELECT value FROM information_schema.df_settings WHERE name = 'datafusion.execution.batch_size'";
+    let output = paimon_sql(&["--batch-size", "123", "--format", "csv", "-q", "-c", setting]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "value\n123\n");
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let rc = dir.path().join("init.sql");
+    std::fs::write(&rc, "SET paimon.scan.snapshot-id = '1';").expect("write rc");
+    let output = paimon_sql(&[
+        "-r",
+        rc.to_str().expect("utf-8"),
+        "--format",
+        "csv",
+        "-q",
+        "-c",
+        "SELECT count(*) AS n FROM pk.dedup_basic",
+    ]);
+    // Snapshot 1 (set by the rc file) has 20 rows, the latest 18.
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "n\n20\n");
+}

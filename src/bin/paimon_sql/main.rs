@@ -12,6 +12,7 @@
 //! go to the Paimon session. Uses only the crate's public API.
 
 mod repl;
+mod resources;
 mod runner;
 mod statements;
 
@@ -73,6 +74,31 @@ struct Args {
     /// Print only results: no row counts, timings or confirmations.
     #[arg(short, long)]
     quiet: bool,
+
+    /// Memory pool size for query execution (e.g. 512m, 2g); unbounded by default.
+    /// Compactions, writes and changelog reads account their buffers to it.
+    #[arg(short, long, value_name = "SIZE", value_parser = resources::parse_size)]
+    memory_limit: Option<usize>,
+
+    /// Memory pool kind, with --memory-limit.
+    #[arg(long, value_enum, default_value_t = resources::PoolType::Greedy)]
+    mem_pool_type: resources::PoolType,
+
+    /// Maximum size of the temporary files spilling operators write (e.g. 10g).
+    #[arg(long, value_name = "SIZE", value_parser = resources::parse_size)]
+    disk_limit: Option<usize>,
+
+    /// Rows per batch (DataFusion's `datafusion.execution.batch_size`).
+    #[arg(long, value_name = "N")]
+    batch_size: Option<usize>,
+
+    /// Run the statements of these files at startup, before -f, -c or the shell. Repeatable.
+    #[arg(short = 'r', long = "rc", value_name = "PATH")]
+    rc: Vec<String>,
+
+    /// Colour the output.
+    #[arg(long)]
+    color: bool,
 }
 
 #[tokio::main]
@@ -89,7 +115,7 @@ async fn main() -> ExitCode {
 
 async fn run(args: Args) -> Result<()> {
     let registry = Arc::new(InstrumentedObjectStoreRegistry::new());
-    let session = open_session(&args.warehouse, Arc::clone(&registry)).await?;
+    let session = open_session(&args, Arc::clone(&registry)).await?;
     // `--maxrows` limits the table formats only: csv, tsv, json and nd-json print every row.
     let maxrows = match args.format {
         PrintFormat::Table | PrintFormat::Automatic => args.maxrows,
@@ -99,10 +125,13 @@ async fn run(args: Args) -> Result<()> {
         format: args.format,
         quiet: args.quiet,
         maxrows,
-        color: false,
+        color: args.color,
         instrumented_registry: registry,
     };
     let mut runner = Runner::new(session, print_options);
+    for path in &args.rc {
+        runner.run_file(path).await?;
+    }
     if args.command.is_empty() && args.file.is_empty() {
         return repl::run(&mut runner, &args.warehouse).await;
     }
@@ -118,16 +147,22 @@ async fn run(args: Args) -> Result<()> {
 /// A session whose default catalog is the warehouse. Builds the context itself (rather than
 /// `PaimonSession::open`) to give it datafusion-cli's object-store registry, which remote
 /// warehouses are registered in and `\object_store_profiling` reports on.
-async fn open_session(
-    warehouse: &str,
-    registry: Arc<InstrumentedObjectStoreRegistry>,
-) -> Result<PaimonSession> {
+async fn open_session(args: &Args, registry: Arc<InstrumentedObjectStoreRegistry>) -> Result<PaimonSession> {
+    let warehouse = args.warehouse.as_str();
     prepare_local_warehouse(warehouse)?;
-    let runtime = RuntimeEnvBuilder::new()
-        .with_object_store_registry(registry)
-        .build_arc()?;
+    let runtime = resources::configure(
+        RuntimeEnvBuilder::new().with_object_store_registry(registry),
+        args.memory_limit,
+        args.mem_pool_type,
+        args.disk_limit,
+    )?
+    .build_arc()?;
     // As datafusion-cli: `SELECT * FROM 'data.csv'` reads the file (names that are no table).
-    let ctx = SessionContext::new_with_config_rt(session_config()?, runtime).enable_url_table();
+    let mut config = session_config()?;
+    if let Some(n) = args.batch_size {
+        config = config.with_batch_size(n);
+    }
+    let ctx = SessionContext::new_with_config_rt(config, runtime).enable_url_table();
     register_remote_store(&ctx, warehouse).await?;
     PaimonSession::register(ctx, warehouse)
         .await

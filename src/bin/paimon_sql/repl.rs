@@ -101,6 +101,10 @@ async fn backslash_command(runner: &mut Runner, command: &str) -> Result<()> {
     };
     match parsed {
         Command::Quit => Ok(()),
+        Command::Help => {
+            print!("{HELP}");
+            Ok(())
+        }
         Command::OutputFormat(None) => {
             println!("Output format is {:?}.", runner.print_options.format);
             Ok(())
@@ -117,6 +121,23 @@ async fn backslash_command(runner: &mut Runner, command: &str) -> Result<()> {
         }
     }
 }
+
+/// `\?`: the shell's commands, ours and datafusion-cli's.
+const HELP: &str = "\
+paimon-sql commands (end SQL statements with ';'):
+  \\q, quit, exit           quit paimon-sql
+  \\?                       this help
+  \\i <file>                run the statements of a file
+  \\d                       list tables
+  \\d <table>               describe a table
+  \\h [function]            list the functions, or describe one
+  \\pset [format <f>]       show or set the output format: table, csv, tsv, json, nd-json
+  \\quiet [true|false]      results only: no row counts or timings
+  \\object_store_profiling  object-store request tracing
+Paimon statements: SET paimon.<option> = '<value>', RESET [paimon.<option>], USE <database>,
+CALL sys.<procedure>(...), SHOW DATABASES; change reads with paimon_incremental_query(...)
+and paimon_stream(...).
+";
 
 fn readline_error(e: ReadlineError) -> DataFusionError {
     DataFusionError::External(Box::new(e))
