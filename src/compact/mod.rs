@@ -13,6 +13,7 @@
 
 mod levels;
 mod lookup;
+mod postpone;
 mod settings;
 mod unit;
 
@@ -60,7 +61,9 @@ impl Compaction<'_> {
     /// Full compaction of the buckets of `scope` (`CALL sys.compact`), committed as one
     /// COMPACT snapshot; `None` when nothing needed compacting.
     pub(crate) async fn full(&self, scope: &CompactScope) -> Result<Option<Snapshot>> {
-        self.run(scope, Strategy::Full).await
+        let assigned = self.assign_postponed(scope).await?;
+        let compacted = self.run(scope, Strategy::Full).await?;
+        Ok(compacted.or(assigned))
     }
 
     /// What follows a write commit on the buckets it wrote (semantics.md §5.1, §5.4, §5.5).
@@ -113,7 +116,11 @@ impl Compaction<'_> {
         let deletion_vectors = self.meta.deletion_vectors(&latest).await?;
         let mut result = UnitResult::default();
         for (group, entries) in &live.groups {
-            if entries.is_empty() || !self.in_scope(scope, group, &options)? {
+            // Postpone files are moved to real buckets by `assign_postponed`, never merged.
+            if entries.is_empty()
+                || group.1 == postpone::POSTPONE_BUCKET
+                || !self.in_scope(scope, group, &options)?
+            {
                 continue;
             }
             let runs = sorted_runs(entries);

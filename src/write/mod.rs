@@ -1,6 +1,6 @@
 //! The write path: bucket assignment, per-bucket write buffers, level-0 files and the commit.
 
-mod bucket;
+pub(crate) mod bucket;
 mod buffer;
 mod sink;
 

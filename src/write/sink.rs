@@ -114,6 +114,9 @@ enum BucketMode {
     Unaware,
     /// `bucket = -1` primary-key tables: the HASH index decides (`dynamic_bucket`).
     Dynamic,
+    /// `bucket = -2` primary-key tables: every row goes to `bucket-postpone` until
+    /// `CALL sys.compact` assigns buckets (`compact::postpone`).
+    Postpone,
 }
 
 /// Default `write-buffer-size` of Paimon (256 MiB): the largest buffer is flushed as its own
@@ -205,6 +208,7 @@ impl PaimonSink {
                 BucketMode::Fixed(n)
             }
             (false, -1) => BucketMode::Unaware,
+            (true, -2) => BucketMode::Postpone,
             (true, -1) => {
                 if !self.cross_partition_keys().is_empty() {
                     return exec_err!(
@@ -392,6 +396,7 @@ impl PaimonSink {
                 }
             }
             (BucketMode::Unaware, _) => buckets.resize(partitions.len(), 0),
+            (BucketMode::Postpone, _) => buckets.resize(partitions.len(), -2),
             (BucketMode::Dynamic, Some(assigner)) => {
                 for partition in partitions.iter().collect::<BTreeSet<_>>() {
                     assigner.load(&self.meta, partition).await?;
@@ -665,9 +670,11 @@ impl DataSink for PaimonSink {
                 None => vec![],
             },
         };
+        // Postpone files wait for `CALL sys.compact`: nothing compacts them after a write.
         let touched: BTreeSet<PartitionBucket> = request
             .added
             .iter()
+            .filter(|e| e.bucket != -2)
             .map(|e| (e.partition.clone(), e.bucket))
             .collect();
         let committed = self.meta.commit(&request).await?;

@@ -389,3 +389,17 @@ INSERT INTO interop.orc_log VALUES (3, 'three');
 
 CREATE TABLE interop.avro_log (id INT, msg STRING) WITH ('file.format' = 'avro', 'file.compression' = 'snappy');
 INSERT INTO interop.avro_log VALUES (1, 'one'), (2, 'two');
+
+----------------------------------------------------------------------------------------------------
+-- Postpone bucket: rows written to bucket-postpone, then assigned to 2 buckets by compaction
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.postponed (
+    k INT,
+    v STRING,
+    PRIMARY KEY (k) NOT ENFORCED
+) WITH ('bucket' = '-2', 'postpone.default-bucket-num' = '2');
+
+INSERT INTO interop.postponed VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd');
+INSERT INTO interop.postponed VALUES (2, 'B');
+CALL sys.compact('interop.postponed');
+INSERT INTO interop.postponed VALUES (5, 'e');
