@@ -14,7 +14,7 @@ mod stream_function;
 mod use_statement;
 
 pub use incremental_function::INCREMENTAL_QUERY;
-pub use session_options::{parse_session_statement, SessionStatement};
+pub use session_options::{is_known_option, parse_session_statement, SessionStatement};
 
 use std::sync::Arc;
 
@@ -105,6 +105,9 @@ impl PaimonSession {
             .expect("options lock is never poisoned");
         match stmt {
             SessionStatement::Set { key, value } => {
+                if !is_known_option(&key) {
+                    log::warn!("paimon.{key} is not a Paimon option this crate knows; set anyway (a typo?)");
+                }
                 options.insert(key, value);
             }
             SessionStatement::Reset { key: Some(key) } => {

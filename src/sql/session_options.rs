@@ -22,6 +22,43 @@ pub enum SessionStatement {
 
 const PREFIX: &str = "paimon.";
 
+/// Read options a session sets most often, beyond the table options DDL knows: a
+/// `SET paimon.<key>` outside these and the table options is most likely a typo.
+const READ_OPTIONS: &[&str] = &[
+    "scan.mode",
+    "scan.snapshot-id",
+    "scan.tag-name",
+    "scan.timestamp-millis",
+    "scan.timestamp",
+    "scan.watermark",
+    "scan.file-creation-time-millis",
+    "scan.creation-time-millis",
+    "scan.bounded.watermark",
+    "scan.version",
+    "incremental-between",
+    "incremental-between-timestamp",
+    "incremental-between-scan-mode",
+    "incremental-between-tag-to-snapshot",
+    "incremental-to-auto-tag",
+    "consumer-id",
+    "consumer.expiration-time",
+    "changelog.allow-after-only",
+    "continuous.discovery-interval",
+    "file-index.read.enabled",
+    "source.split.target-size",
+    "source.split.open-file-cost",
+    "lookup.cache-max-memory-size",
+    "branch",
+];
+
+/// Whether `key` (without `paimon.`) is an option a session may meaningfully set: a read
+/// option or any table option (applied to the session's reads, as Paimon's dynamic options).
+pub fn is_known_option(key: &str) -> bool {
+    READ_OPTIONS.contains(&key)
+        || super::ddl::options::is_known_table_option(key)
+        || key.starts_with("fields.")
+}
+
 /// Recognises a session statement; `None` means "not ours, give it to DataFusion".
 pub fn parse_session_statement(sql: &str) -> Option<SessionStatement> {
     let text = sql.trim().trim_end_matches(';').trim();
@@ -73,6 +110,14 @@ fn unquote(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typos_are_unknown() {
+        assert!(is_known_option("scan.snapshot-id"));
+        assert!(is_known_option("deletion-vectors.merge-on-read"));
+        assert!(is_known_option("merge-engine"));
+        assert!(!is_known_option("scan.snapshot-idd"));
+    }
 
     #[test]
     fn parses_set_and_reset() {

@@ -133,3 +133,17 @@ fn memory_limit_batch_size_and_rc_files() {
     // Snapshot 1 (set by the rc file) has 20 rows, the latest 18.
     assert_eq!(String::from_utf8_lossy(&output.stdout), "n\n20\n");
 }
+
+/// A `SET paimon.*` of an unknown key (a typo) warns, naming the key; known keys do not.
+#[test]
+fn unknown_paimon_options_warn() {
+    let output = paimon_sql(&["-q", "-c", "SET paimon.scan.snapshot-idd = '1'"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr: {stderr}");
+    assert!(
+        stderr.contains("'paimon.scan.snapshot-idd' is not a Paimon option"),
+        "stderr: {stderr}"
+    );
+    let output = paimon_sql(&["-q", "-c", "SET paimon.scan.snapshot-id = '1'"]);
+    assert!(String::from_utf8_lossy(&output.stderr).is_empty());
+}

@@ -7,7 +7,7 @@ use datafusion::common::{exec_datafusion_err, DataFusionError, Result};
 use datafusion_cli::exec::exec_from_commands;
 use datafusion_cli::print_format::PrintFormat;
 use datafusion_cli::print_options::PrintOptions;
-use datafusion_paimon::sql::{parse_session_statement, SessionStatement};
+use datafusion_paimon::sql::{is_known_option, parse_session_statement, SessionStatement};
 use datafusion_paimon::PaimonSession;
 
 use crate::statements::split_statements;
@@ -41,6 +41,13 @@ impl Runner {
         // Timed from the start: DDL and procedures (`CALL sys.compact`) run while they are
         // recognised, before their (empty) result is collected.
         let start = std::time::Instant::now();
+        if let Some(SessionStatement::Set { key, .. }) = parse_session_statement(sql) {
+            if !is_known_option(&key) {
+                eprintln!(
+                    "Warning: 'paimon.{key}' is not a Paimon option paimon-sql knows; it is set but may have no effect (a typo?)"
+                );
+            }
+        }
         if let Some(df) = self.session.try_paimon_statement(sql).await? {
             let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
             let batches = df.collect().await?;

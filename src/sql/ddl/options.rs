@@ -28,6 +28,51 @@ const ENUM_OPTIONS: &[(&str, &[&str])] = &[
     ("type", &["table"]),
 ];
 
+/// Other table options this crate reads (string, duration and list valued).
+const OTHER_OPTIONS: &[&str] = &[
+    "bucket-key",
+    "sequence.field",
+    "partition.expiration-time",
+    "partition.expiration-check-interval",
+    "partition.timestamp-formatter",
+    "partition.timestamp-pattern",
+    "partition.default-name",
+    "snapshot.time-retained",
+    "changelog.time-retained",
+    "changelog-producer.row-deduplicate-ignore-fields",
+    "file.compression",
+    "file.compression.zstd-level",
+    "file.format.per.level",
+    "target-file-size",
+    "write-buffer-size",
+    "page-size",
+    "manifest.target-file-size",
+    "manifest.full-compaction-threshold-size",
+    "lookup.cache-max-memory-size",
+    "dynamic-bucket.target-row-num",
+    "postpone.default-bucket-num",
+    "fields.default-aggregate-function",
+    "tag.creation-period",
+    "tag.creation-period-duration",
+    "tag.creation-delay",
+    "tag.period-formatter",
+    "tag.automatic-creation",
+    "tag.default-time-retained",
+    "tag.batch.customized-name",
+    "sink.watermark-time-zone",
+    "data-file.path-directory",
+    "rowkind.field",
+    "consumer.mode",
+];
+
+/// Whether `key` is a table option this crate knows (DDL stores unknown keys anyway).
+pub(crate) fn is_known_table_option(key: &str) -> bool {
+    BOOLEAN_OPTIONS.contains(&key)
+        || INTEGER_OPTIONS.contains(&key)
+        || OTHER_OPTIONS.contains(&key)
+        || ENUM_OPTIONS.iter().any(|(k, _)| *k == key)
+}
+
 /// Boolean options of Java `CoreOptions` (`ConfigOption<Boolean>`), at the commit format.md
 /// was written against. Java accepts `true`/`false` in any case.
 const BOOLEAN_OPTIONS: &[&str] = &[
