@@ -160,19 +160,7 @@ impl Compaction<'_> {
 
     /// `rows` split by bucket (hash of the bucket key modulo `total_buckets`), order kept.
     fn route(&self, rows: &RecordBatch, total_buckets: i32) -> Result<BTreeMap<i32, RecordBatch>> {
-        let bucket_key: Vec<String> = match self.schema.options.get("bucket-key") {
-            Some(k) => k
-                .split(',')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect(),
-            None => self
-                .schema
-                .trimmed_primary_keys()
-                .iter()
-                .map(|f| f.name.clone())
-                .collect(),
-        };
+        let bucket_key = self.schema.bucket_key();
         let columns: Vec<usize> = bucket_key
             .iter()
             .filter_map(|k| self.schema.fields.iter().position(|f| &f.name == k))

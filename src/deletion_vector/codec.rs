@@ -40,6 +40,14 @@ impl DeletionVector {
         self.positions.is_empty()
     }
 
+    /// [`Self::kept_ranges`] as the `usize` ranges row selections take.
+    pub(crate) fn kept_row_ranges(&self, rows: u64) -> Vec<std::ops::Range<usize>> {
+        self.kept_ranges(rows)
+            .into_iter()
+            .map(|r| r.start as usize..r.end as usize)
+            .collect()
+    }
+
     /// The row ranges of a file of `rows` rows that are *not* deleted, ascending.
     pub(crate) fn kept_ranges(&self, rows: u64) -> Vec<std::ops::Range<u64>> {
         let mut ranges = Vec::new();

@@ -113,10 +113,7 @@ impl Opened {
         let rows = builder.file_metadata().number_of_rows();
         let builder = match deleted {
             Some(dv) => {
-                let kept = dv
-                    .kept_ranges(rows)
-                    .into_iter()
-                    .map(|r| r.start as usize..r.end as usize);
+                let kept = dv.kept_row_ranges(rows).into_iter();
                 builder.with_row_selection(RowSelection::from_consecutive_ranges(kept, rows as usize))
             }
             None => builder,

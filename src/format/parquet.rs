@@ -89,10 +89,7 @@ impl Opened {
         let builder = match deleted {
             Some(dv) => {
                 let rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
-                let kept = dv
-                    .kept_ranges(rows)
-                    .into_iter()
-                    .map(|r| r.start as usize..r.end as usize);
+                let kept = dv.kept_row_ranges(rows).into_iter();
                 builder.with_row_selection(RowSelection::from_consecutive_ranges(kept, rows as usize))
             }
             None => builder,

@@ -136,6 +136,22 @@ impl TableSchema {
             .collect()
     }
 
+    /// The columns rows are bucketed by: `bucket-key`, else the trimmed primary key.
+    pub fn bucket_key(&self) -> Vec<String> {
+        match self.options.get("bucket-key") {
+            Some(k) => k
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            None => self
+                .trimmed_primary_keys()
+                .iter()
+                .map(|f| f.name.clone())
+                .collect(),
+        }
+    }
+
     /// Types of the partition columns, in partition order.
     pub fn partition_types(&self) -> Vec<DataType> {
         self.partition_keys

@@ -187,19 +187,7 @@ impl PaimonSink {
             .map(|k| index(k))
             .collect::<Result<Vec<_>>>()?;
         let bucket = self.options.bucket;
-        let bucket_key: Vec<String> = match self.schema.options.get("bucket-key") {
-            Some(k) => k
-                .split(',')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect(),
-            None => self
-                .schema
-                .trimmed_primary_keys()
-                .iter()
-                .map(|f| f.name.clone())
-                .collect(),
-        };
+        let bucket_key = self.schema.bucket_key();
         let buckets = match (self.schema.has_primary_key(), bucket) {
             (_, n) if n > 0 => {
                 if bucket_key.is_empty() {
