@@ -2,6 +2,7 @@
 
 pub(crate) mod bucket;
 mod buffer;
+mod cross_partition;
 mod sink;
 
 pub(crate) use sink::{PaimonSink, WriteKind};

@@ -29,6 +29,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::bucket::{fixed_bucket, hash_binary_row};
 use super::buffer::BucketBuffer;
+use super::cross_partition::GlobalIndex;
 use crate::compact::{CompactSettings, Compaction};
 use crate::dynamic_bucket::{AssignOptions, BucketAssigner};
 use crate::io::write_data_file;
@@ -198,9 +199,9 @@ impl PaimonSink {
             (false, -1) => BucketMode::Unaware,
             (true, -2) => BucketMode::Postpone,
             (true, -1) => {
-                if !self.cross_partition_keys().is_empty() {
+                if !self.cross_partition_keys().is_empty() && matches!(self.kind, WriteKind::Overwrite(_)) {
                     return exec_err!(
-                        "Writing to dynamic-bucket table {} is not supported: its primary key does not contain partition key(s) {} (cross-partition upsert); include them in the primary key or set a fixed 'bucket'",
+                        "INSERT OVERWRITE of cross-partition upsert table {} is not supported yet: its primary key does not contain partition key(s) {}",
                         self.table,
                         self.cross_partition_keys().join(", ")
                     );
@@ -528,6 +529,22 @@ impl DataSink for PaimonSink {
             }
             _ => None,
         };
+        // Cross-partition upsert: where every key lives, so a row for it can follow the engine.
+        let mut global_index =
+            if routing.buckets == BucketMode::Dynamic && !self.cross_partition_keys().is_empty() {
+                Some(
+                    GlobalIndex::load(
+                        &self.table,
+                        &self.meta,
+                        &self.schema,
+                        self.options.merge_engine,
+                        context,
+                    )
+                    .await?,
+                )
+            } else {
+                None
+            };
         let mut buffers: HashMap<PartitionBucket, BucketBuffer> = HashMap::new();
         let write_buffer_size = match self.schema.options.get("write-buffer-size") {
             None => WRITE_BUFFER_SIZE,
@@ -561,6 +578,10 @@ impl DataSink for PaimonSink {
                         .clone();
                     (take_record_batch(&batch, &rows)?, kinds)
                 }
+            };
+            let (batch, kinds) = match global_index.as_mut() {
+                Some(index) => index.apply(&batch, &kinds)?,
+                None => (batch, kinds),
             };
             if batch.num_rows() == 0 {
                 continue;

@@ -403,3 +403,17 @@ INSERT INTO interop.postponed VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd');
 INSERT INTO interop.postponed VALUES (2, 'B');
 CALL sys.compact('interop.postponed');
 INSERT INTO interop.postponed VALUES (5, 'e');
+
+----------------------------------------------------------------------------------------------------
+-- Cross-partition upsert: dynamic bucket, primary key without the partition key; keys move
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.cross_partition (
+    id INT,
+    dt STRING,
+    v STRING,
+    PRIMARY KEY (id) NOT ENFORCED
+) PARTITIONED BY (dt);
+
+INSERT INTO interop.cross_partition VALUES (1, 'a', 'one'), (2, 'a', 'two'), (3, 'b', 'three');
+INSERT INTO interop.cross_partition VALUES (1, 'b', 'one-b'), (4, 'b', 'four');
+DELETE FROM interop.cross_partition WHERE id = 2;
