@@ -1,7 +1,8 @@
 //! Partition expiration (`partition.expiration-time`, `CALL sys.expire_partitions`): partitions
-//! whose time, read from their values, is older than the expiration time are dropped by one
-//! OVERWRITE snapshot. Their files go when that snapshot's predecessors expire (Paimon's
-//! `values-time` strategy).
+//! whose time is older than the expiration time are dropped by one OVERWRITE snapshot. Their
+//! files go when that snapshot's predecessors expire. A partition's time is read from its
+//! values (`partition.expiration-strategy` = `values-time`, the default) or is the creation
+//! time of its newest live file (`update-time`).
 //!
 //! The time of a partition: `partition.timestamp-pattern` (e.g. `$dt $hour:00:00`, default: the
 //! first partition column's value) parsed with `partition.timestamp-formatter` (Java pattern
@@ -23,6 +24,9 @@ pub(crate) struct PartitionTime {
     pub(crate) pattern: Option<String>,
     /// `partition.timestamp-formatter`.
     pub(crate) formatter: Option<String>,
+    /// `partition.expiration-strategy` = `update-time`: the newest file's creation time
+    /// instead of the values.
+    pub(crate) update_time: bool,
 }
 
 impl PartitionTime {
@@ -30,6 +34,9 @@ impl PartitionTime {
         PartitionTime {
             pattern: options.get("partition.timestamp-pattern").cloned(),
             formatter: options.get("partition.timestamp-formatter").cloned(),
+            update_time: options
+                .get("partition.expiration-strategy")
+                .is_some_and(|s| is_update_time(s)),
         }
     }
 
@@ -54,6 +61,11 @@ impl PartitionTime {
             None => parse_with(&text, "%Y-%m-%d %H:%M:%S").or_else(|| parse_with(&text, "%Y-%m-%d")),
         }
     }
+}
+
+/// Whether a `partition.expiration-strategy` value names the update-time strategy.
+pub(crate) fn is_update_time(strategy: &str) -> bool {
+    strategy.trim().eq_ignore_ascii_case("update-time")
 }
 
 /// Java `DateTimeFormatter` letters to chrono's (the ones partition formats use).
@@ -93,12 +105,22 @@ pub(crate) async fn expire_partitions(
     let types = schema.partition_types();
     let deadline = now - chrono::Duration::milliseconds(expiration_ms);
     let mut expired: BTreeMap<String, Vec<Option<ScalarValue>>> = BTreeMap::new();
-    for (partition, _) in meta.live_files(&latest, |_| true).await?.groups.keys() {
+    // The newest file creation time of every partition (local wall clock, stored as UTC).
+    let mut last_update: BTreeMap<&[u8], i64> = BTreeMap::new();
+    let live = meta.live_files(&latest, |_| true).await?;
+    for ((partition, _), entries) in &live.groups {
+        let newest = entries.iter().filter_map(|e| e.file.creation_time).max();
+        let slot = last_update.entry(partition.as_slice()).or_insert(i64::MIN);
+        *slot = (*slot).max(newest.unwrap_or(i64::MIN));
+    }
+    for (partition, updated) in last_update {
         let values = BinaryRow::decode(partition, &types)?.values;
-        if time
-            .of(&schema.partition_keys, &values)
-            .is_some_and(|t| t < deadline)
-        {
+        let partition_time = if time.update_time {
+            chrono::DateTime::from_timestamp_millis(updated).map(|t| t.naive_utc())
+        } else {
+            time.of(&schema.partition_keys, &values)
+        };
+        if partition_time.is_some_and(|t| t < deadline) {
             let default_name = schema
                 .options
                 .get("partition.default-name")
@@ -148,6 +170,7 @@ mod tests {
         let compact = PartitionTime {
             pattern: None,
             formatter: Some("yyyyMMdd".into()),
+            update_time: false,
         };
         assert_eq!(
             compact.of(&keys, &[v("20240102"), v("5")]),
@@ -156,6 +179,7 @@ mod tests {
         let hourly = PartitionTime {
             pattern: Some("$dt $hour:00:00".into()),
             formatter: Some("yyyyMMdd HH:mm:ss".into()),
+            update_time: false,
         };
         assert_eq!(
             hourly.of(&keys, &[v("20240102"), v("05")]),

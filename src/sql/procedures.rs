@@ -191,7 +191,8 @@ async fn remove_orphan_files(session: &PaimonSession, call: &Call) -> Result<Dat
     session.context().read_batch(batch)
 }
 
-/// `sys.expire_partitions(table, expiration_time [, timestamp_formatter [, timestamp_pattern]])`:
+/// `sys.expire_partitions(table, expiration_time [, timestamp_formatter [, timestamp_pattern
+/// [, expire_strategy]]])`:
 /// drops the partitions whose time is older than `expiration_time` ('7 d'); one row per dropped
 /// partition (`expired_partition`, `k=v/...`). Options of the table fill what is not given.
 async fn expire_partitions(session: &PaimonSession, call: &Call) -> Result<DataFrame> {
@@ -217,6 +218,9 @@ async fn expire_partitions(session: &PaimonSession, call: &Call) -> Result<DataF
     }
     if let Some(p) = call.arg("timestamp_pattern", 3) {
         time.pattern = Some(p.to_string());
+    }
+    if let Some(strategy) = call.arg("expire_strategy", 4) {
+        time.update_time = crate::maintenance::partitions::is_update_time(strategy);
     }
     let meta = session.catalog().table_meta(&name.database, &name.table);
     let now = chrono::Local::now().naive_local();

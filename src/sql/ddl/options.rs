@@ -25,6 +25,7 @@ const ENUM_OPTIONS: &[(&str, &[&str])] = &[
     ("changelog-producer", CHANGELOG_PRODUCERS),
     ("file.format", FILE_FORMATS),
     ("sequence.field.sort-order", &["ascending", "descending"]),
+    ("partition.expiration-strategy", &["values-time", "update-time"]),
     ("type", &["table"]),
 ];
 
