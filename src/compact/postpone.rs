@@ -19,7 +19,7 @@ use std::sync::Arc;
 use arrow::array::{AsArray, Int64Array, Int8Array, RecordBatch, UInt32Array};
 use arrow::compute::{concat_batches, take_record_batch};
 use arrow::datatypes::{Int64Type, Int8Type};
-use datafusion::common::{exec_datafusion_err, Result, ScalarValue};
+use datafusion::common::{exec_datafusion_err, Result};
 use futures::TryStreamExt;
 
 use super::{CompactScope, Compaction};
@@ -27,7 +27,7 @@ use crate::io::{write_data_file, DataFileRows};
 use crate::meta::{CommitRequest, OverwriteScope};
 use crate::scan::{read_file, FileToRead, ReadLayout};
 use crate::spec::{paths, BinaryRow, FileKind, ManifestEntry, Snapshot, TableOptions};
-use crate::write::bucket::fixed_bucket;
+use crate::write::bucket::fixed_buckets;
 
 /// The postpone bucket id.
 pub(crate) const POSTPONE_BUCKET: i32 = -2;
@@ -166,12 +166,10 @@ impl Compaction<'_> {
             .filter_map(|k| self.schema.fields.iter().position(|f| &f.name == k))
             .collect();
         let mut indices: BTreeMap<i32, Vec<u32>> = BTreeMap::new();
-        for row in 0..rows.num_rows() {
-            let values = columns
-                .iter()
-                .map(|&c| ScalarValue::try_from_array(rows.column(c), row))
-                .collect::<Result<Vec<_>>>()?;
-            let bucket = fixed_bucket(&BinaryRow::encode(&values)?, total_buckets);
+        for (row, bucket) in fixed_buckets(rows, &columns, total_buckets)?
+            .into_iter()
+            .enumerate()
+        {
             indices.entry(bucket).or_default().push(row as u32);
         }
         indices

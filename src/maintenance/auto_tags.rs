@@ -20,7 +20,7 @@ use chrono::{DateTime, Local, NaiveDate, NaiveDateTime, TimeZone, Utc};
 use datafusion::common::{plan_datafusion_err, plan_err, Result};
 
 use super::expire::parse_duration_ms;
-use super::tags::{create_auto_tag, create_tag, delete_tags};
+use super::tags::{create_tag, delete_tags, write_tag};
 use crate::meta::TableMeta;
 use crate::spec::{Snapshot, Tag};
 
@@ -383,7 +383,7 @@ pub(crate) async fn run(
                 &exists,
             );
             for (name, id) in &plan.create {
-                create_auto_tag(meta, table, name, *id, *time_retained_ms).await?;
+                write_tag(meta, table, name, Some(*id), *time_retained_ms).await?;
             }
             if !plan.delete.is_empty() {
                 let delete: Vec<&str> = plan.delete.iter().map(String::as_str).collect();

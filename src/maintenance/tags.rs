@@ -63,19 +63,10 @@ pub(crate) async fn create_tag(
     write_tag(meta, table, name, snapshot_id, time_retained_ms).await
 }
 
-/// An automatic tag: its name comes from a period formatter and may be all digits
-/// (`20240101`), which a user-chosen name may not.
-pub(crate) async fn create_auto_tag(
-    meta: &TableMeta,
-    table: &str,
-    name: &str,
-    snapshot_id: i64,
-    time_retained_ms: Option<i64>,
-) -> Result<i64> {
-    write_tag(meta, table, name, Some(snapshot_id), time_retained_ms).await
-}
-
-async fn write_tag(
+/// Writes tag `name` of `snapshot_id` (the latest by default) without checking the name:
+/// automatic tags come from a period formatter and may be all digits (`20240101`), which a
+/// user-chosen name may not.
+pub(crate) async fn write_tag(
     meta: &TableMeta,
     table: &str,
     name: &str,

@@ -28,6 +28,27 @@ pub(crate) fn fixed_bucket(envelope: &[u8], num_buckets: i32) -> i32 {
     (hash % num_buckets).abs()
 }
 
+/// The fixed bucket of every row of `batch`: its bucket-key `columns` as a BinaryRow, hashed
+/// modulo `num_buckets`.
+pub(crate) fn fixed_buckets(
+    batch: &arrow::array::RecordBatch,
+    columns: &[usize],
+    num_buckets: i32,
+) -> datafusion::common::Result<Vec<i32>> {
+    (0..batch.num_rows())
+        .map(|row| {
+            let values = columns
+                .iter()
+                .map(|&c| datafusion::common::ScalarValue::try_from_array(batch.column(c), row))
+                .collect::<datafusion::common::Result<Vec<_>>>()?;
+            Ok(fixed_bucket(
+                &crate::spec::BinaryRow::encode(&values)?,
+                num_buckets,
+            ))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

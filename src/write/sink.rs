@@ -27,7 +27,7 @@ use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::{StreamExt, TryStreamExt};
 
-use super::bucket::{fixed_bucket, hash_binary_row};
+use super::bucket::{fixed_buckets, hash_binary_row};
 use super::buffer::BucketBuffer;
 use super::cross_partition::GlobalIndex;
 use crate::compact::{CompactSettings, Compaction};
@@ -379,11 +379,7 @@ impl PaimonSink {
             .collect::<Result<Vec<_>>>()?;
         let mut buckets = Vec::with_capacity(partitions.len());
         match (routing.buckets, assigner) {
-            (BucketMode::Fixed(n), _) => {
-                for row in 0..batch.num_rows() {
-                    buckets.push(fixed_bucket(&row_bytes(&routing.bucket_columns, row)?, n));
-                }
-            }
+            (BucketMode::Fixed(n), _) => buckets = fixed_buckets(batch, &routing.bucket_columns, n)?,
             (BucketMode::Unaware, _) => buckets.resize(partitions.len(), 0),
             (BucketMode::Postpone, _) => buckets.resize(partitions.len(), -2),
             (BucketMode::Dynamic, Some(assigner)) => {
