@@ -11,6 +11,7 @@
 //!
 //! `CALL sys.compact` runs a full compaction of every bucket (or of some partitions).
 
+mod key_chunks;
 mod levels;
 mod lookup;
 mod postpone;
@@ -21,6 +22,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use datafusion::common::Result;
+use datafusion::execution::memory_pool::MemoryPool;
 
 use self::levels::{pick_force_level0, pick_universal, sorted_runs, Pick};
 pub(crate) use self::settings::{CompactSettings, Producer};
@@ -55,6 +57,8 @@ pub(crate) struct Compaction<'a> {
     pub meta: &'a Arc<TableMeta>,
     pub schema: &'a Arc<TableSchema>,
     pub batch_size: usize,
+    /// Pool compaction buffers are reserved in.
+    pub pool: Arc<dyn MemoryPool>,
 }
 
 impl Compaction<'_> {
@@ -154,6 +158,7 @@ impl Compaction<'_> {
                 files: entries,
                 deletion_vectors: &deletion_vectors,
                 batch_size: self.batch_size,
+                pool: &self.pool,
             };
             let unit = bucket.run(&runs, pick).await?;
             result.before.extend(unit.before);

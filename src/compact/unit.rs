@@ -16,17 +16,20 @@ use arrow::compute::{concat_batches, interleave_record_batch};
 use arrow::datatypes::{Int8Type, SchemaRef};
 use arrow::row::{RowConverter, Rows, SortField};
 use datafusion::common::{exec_datafusion_err, Result};
-use futures::TryStreamExt;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
 
+use super::key_chunks::{ChunkSource, KeyChunks, Records};
 use super::levels::{Pick, Run};
 use super::lookup::{self, LookupFile};
 use super::settings::{CompactSettings, Producer};
 use crate::deletion_vector::DeletionVectorIndex;
-use crate::io::{write_data_file, DataFileRows};
+use crate::io::{DataFileRows, RollingFileWriter};
 use crate::merge::{is_retract, MergeEngineSpec};
 use crate::meta::{PartitionBucket, TableMeta};
 use crate::scan::{read_file, FileToRead, ReadLayout};
-use crate::spec::{row_kind, FileKind, ManifestEntry, MergeEngine, TableSchema};
+use crate::spec::{row_kind, DataFileMeta, FileKind, ManifestEntry, MergeEngine, TableSchema};
 
 /// `file_source` of files written by compaction.
 const FILE_SOURCE_COMPACT: i32 = 1;
@@ -64,12 +67,29 @@ pub(crate) struct BucketCompaction<'a> {
     /// Deletion vectors of the snapshot being compacted.
     pub deletion_vectors: &'a DeletionVectorIndex,
     pub batch_size: usize,
+    /// Pool the unit's read buffers are reserved in.
+    pub pool: &'a Arc<dyn MemoryPool>,
 }
 
-/// Records of several files in one batch, with the level each came from.
-struct Records {
-    batch: RecordBatch,
-    levels: Vec<i32>,
+/// Rows a compaction chunk asks for before it is merged: enough to amortise the per-chunk
+/// work, small enough to keep a unit's memory flat.
+const CHUNK_ROWS: usize = 65_536;
+
+/// What every chunk of a unit is merged with.
+struct ChunkMerge<'a> {
+    engine: &'a MergeEngineSpec,
+    converter: &'a RowConverter,
+    lookup_files: &'a [Arc<LookupFile>],
+    layout: &'a Arc<ReadLayout>,
+    mode: ChangelogMode,
+    drop_delete: bool,
+    write_data: bool,
+}
+
+/// The output of one chunk (full layout): data rows and changelog rows.
+struct MergedChunk {
+    data: Option<RecordBatch>,
+    changelog: Option<RecordBatch>,
 }
 
 /// How one key's output row and changelog are formed, as `(source, row)` indices into the
@@ -126,17 +146,12 @@ impl BucketCompaction<'_> {
             })
     }
 
-    fn key_converter(&self, batch: &RecordBatch, key_columns: &[usize]) -> Result<RowConverter> {
-        Ok(RowConverter::new(
-            key_columns
-                .iter()
-                .map(|&c| SortField::new(batch.column(c).data_type().clone()))
-                .collect(),
-        )?)
-    }
-
-    /// Reads a whole data file in the full layout.
-    async fn read(&self, entry: &ManifestEntry, layout: &Arc<ReadLayout>) -> Result<RecordBatch> {
+    /// The records of a data file in the full layout, in batches.
+    async fn file_stream(
+        &self,
+        entry: &ManifestEntry,
+        layout: &Arc<ReadLayout>,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let file = &entry.file;
         let path = match &file.external_path {
             Some(p) => {
@@ -158,23 +173,13 @@ impl BucketCompaction<'_> {
             self.batch_size,
         )
         .await?;
-        let batches: Vec<RecordBatch> = stream.try_collect().await?;
-        Ok(concat_batches(&layout.schema, &batches)?)
+        Ok(stream.boxed())
     }
 
-    /// Reads `entries` (oldest first) into one batch.
-    async fn read_all(&self, entries: &[&ManifestEntry], layout: &Arc<ReadLayout>) -> Result<Records> {
-        let mut batches = Vec::with_capacity(entries.len());
-        let mut levels = Vec::new();
-        for entry in entries {
-            let batch = self.read(entry, layout).await?;
-            levels.extend(std::iter::repeat_n(entry.file.level, batch.num_rows()));
-            batches.push(batch);
-        }
-        Ok(Records {
-            batch: concat_batches(&layout.schema, &batches)?,
-            levels,
-        })
+    /// Reads a whole data file in the full layout.
+    async fn read(&self, entry: &ManifestEntry, layout: &Arc<ReadLayout>) -> Result<RecordBatch> {
+        let batches: Vec<RecordBatch> = self.file_stream(entry, layout).await?.try_collect().await?;
+        Ok(concat_batches(&layout.schema, &batches)?)
     }
 
     /// Runs the unit `pick` over `runs` (the bucket's runs, newest first).
@@ -244,7 +249,8 @@ impl BucketCompaction<'_> {
         Ok(result)
     }
 
-    /// Merges the records of `unit` (oldest file first) into new files at `output_level`.
+    /// Merges the records of `unit` (oldest file first) into new files at `output_level`,
+    /// key range by key range: the files are streamed, never read whole.
     async fn rewrite(
         &self,
         unit: &[&ManifestEntry],
@@ -256,9 +262,83 @@ impl BucketCompaction<'_> {
         let layout = self.layout();
         let engine = self.engine()?;
         let key_columns = self.key_columns()?;
+        let converter = RowConverter::new(
+            key_columns
+                .iter()
+                .map(|&c| SortField::new(layout.schema.field(c).data_type().clone()))
+                .collect(),
+        )?;
+        let lookup_files = if mode == ChangelogMode::Lookup {
+            self.lookup_files(unit, output_level, &converter, &key_columns, &layout)
+                .await?
+        } else {
+            vec![]
+        };
+        let mut sources = Vec::with_capacity(unit.len());
+        for entry in unit {
+            sources.push(ChunkSource {
+                stream: self.file_stream(entry, &layout).await?,
+                level: entry.file.level,
+            });
+        }
+        let reservation = MemoryConsumer::new(format!(
+            "PaimonCompaction[{} bucket {}]",
+            self.table, self.group.1
+        ))
+        .register(&self.pool);
+        let mut chunks = KeyChunks::new(
+            sources,
+            &converter,
+            &key_columns,
+            Arc::clone(&layout.schema),
+            CHUNK_ROWS.max(self.batch_size),
+            reservation,
+        );
+        let merge = ChunkMerge {
+            engine: &engine,
+            converter: &converter,
+            lookup_files: &lookup_files,
+            layout: &layout,
+            mode,
+            drop_delete,
+            write_data,
+        };
+        let io = self.meta.io();
+        let target = self.settings.target_file_size;
+        let mut data = RollingFileWriter::new(io, &self.dir, "data", output_level, self.schema, true, target);
+        let mut changelog = RollingFileWriter::new(
+            io,
+            &self.dir,
+            "changelog",
+            output_level,
+            self.schema,
+            true,
+            target,
+        );
+        while let Some(records) = chunks.next().await? {
+            let merged = self.merge_chunk(&records, &merge)?;
+            if let Some(rows) = merged.data {
+                data.write(&self.file_rows(&rows)?).await?;
+            }
+            if let Some(rows) = merged.changelog {
+                changelog.write(&self.file_rows(&rows)?).await?;
+            }
+        }
+        drop(chunks);
+        Ok(UnitResult {
+            before: unit.iter().map(|e| (*e).clone()).collect(),
+            after: self.entries(data.finish().await?),
+            changelog: self.entries(changelog.finish().await?),
+        })
+    }
+
+    /// Merges one key-range chunk: its data rows (output level) and changelog rows.
+    fn merge_chunk(&self, records: &Records, merge: &ChunkMerge<'_>) -> Result<MergedChunk> {
+        let (engine, converter, lookup_files, layout) =
+            (merge.engine, merge.converter, merge.lookup_files, merge.layout);
+        let (mode, drop_delete, write_data) = (merge.mode, merge.drop_delete, merge.write_data);
+        let key_columns = self.key_columns()?;
         let (seq_column, kind_column) = (layout.seq_index(), layout.kind_index());
-        let records = self.read_all(unit, &layout).await?;
-        let converter = self.key_converter(&records.batch, &key_columns)?;
         let keys = converter.convert_columns(
             &key_columns
                 .iter()
@@ -271,12 +351,6 @@ impl BucketCompaction<'_> {
         // Looked-up before-images are appended to the input records as extra rows:
         // `(index into lookup_files, row)`.
         let mut extra: Vec<(usize, usize)> = Vec::new();
-        let lookup_files = if mode == ChangelogMode::Lookup {
-            self.lookup_files(unit, output_level, &converter, &key_columns, &layout)
-                .await?
-        } else {
-            vec![]
-        };
         let input_rows = records.batch.num_rows();
         let kinds = records
             .batch
@@ -486,21 +560,18 @@ impl BucketCompaction<'_> {
         }
 
         let sources = [&combined, &reduced];
-        let mut result = UnitResult {
-            before: unit.iter().map(|e| (*e).clone()).collect(),
-            after: vec![],
-            changelog: vec![],
+        let data = if data_indices.is_empty() {
+            None
+        } else {
+            Some(interleave_record_batch(&sources, &data_indices)?)
         };
-        if !data_indices.is_empty() {
-            let data = interleave_record_batch(&sources, &data_indices)?;
-            result.after = self.write_rolling(&data, output_level, "data").await?;
-        }
-        if !changelog_indices.is_empty() {
+        let changelog = if changelog_indices.is_empty() {
+            None
+        } else {
             let rows = interleave_record_batch(&sources, &changelog_indices)?;
-            let rows = with_kinds(&rows, kind_column, changelog_kinds)?;
-            result.changelog = self.write_rolling(&rows, output_level, "changelog").await?;
-        }
-        Ok(result)
+            Some(with_kinds(&rows, kind_column, changelog_kinds)?)
+        };
+        Ok(MergedChunk { data, changelog })
     }
 
     /// The files a lookup searches, nearest level first: levels above `output_level` outside
@@ -547,27 +618,8 @@ impl BucketCompaction<'_> {
         Ok(files)
     }
 
-    /// Writes `rows` (full layout) as files of about `target-file-size` at `level`.
-    async fn write_rolling(
-        &self,
-        rows: &RecordBatch,
-        level: i32,
-        prefix: &str,
-    ) -> Result<Vec<ManifestEntry>> {
-        let bytes = rows.get_array_memory_size().max(1);
-        let parts = bytes.div_ceil(self.settings.target_file_size).max(1);
-        let per_part = rows.num_rows().div_ceil(parts).max(1);
-        let mut out = Vec::with_capacity(parts);
-        let mut offset = 0;
-        while offset < rows.num_rows() {
-            let len = per_part.min(rows.num_rows() - offset);
-            out.push(self.write(&rows.slice(offset, len), level, prefix).await?);
-            offset += len;
-        }
-        Ok(out)
-    }
-
-    async fn write(&self, rows: &RecordBatch, level: i32, prefix: &str) -> Result<ManifestEntry> {
+    /// Splits full-layout rows into table values and the KeyValue columns.
+    fn file_rows(&self, rows: &RecordBatch) -> Result<DataFileRows> {
         let n = self.schema.fields.len();
         let value_schema: SchemaRef = Arc::new(arrow::datatypes::Schema::new(
             self.schema
@@ -582,27 +634,27 @@ impl BucketCompaction<'_> {
             .as_primitive::<arrow::datatypes::Int64Type>()
             .clone();
         let kinds = rows.column(n + 1).as_primitive::<Int8Type>().clone();
-        let mut file = write_data_file(
-            self.meta.io(),
-            &self.dir,
-            prefix,
-            level,
-            self.schema,
-            DataFileRows {
-                values,
-                kv: Some((seqs, kinds)),
-            },
-        )
-        .await?;
-        file.level = level;
-        file.file_source = Some(FILE_SOURCE_COMPACT);
-        Ok(ManifestEntry {
-            kind: FileKind::Add,
-            partition: self.group.0.clone(),
-            bucket: self.group.1,
-            total_buckets: self.total_buckets,
-            file,
+        Ok(DataFileRows {
+            values,
+            kv: Some((seqs, kinds)),
         })
+    }
+
+    /// Manifest entries of files this compaction wrote.
+    fn entries(&self, files: Vec<DataFileMeta>) -> Vec<ManifestEntry> {
+        files
+            .into_iter()
+            .map(|mut file| {
+                file.file_source = Some(FILE_SOURCE_COMPACT);
+                ManifestEntry {
+                    kind: FileKind::Add,
+                    partition: self.group.0.clone(),
+                    bucket: self.group.1,
+                    total_buckets: self.total_buckets,
+                    file,
+                }
+            })
+            .collect()
     }
 }
 

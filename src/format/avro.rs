@@ -13,7 +13,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow_avro::compression::CompressionCodec;
 use arrow_avro::reader::ReaderBuilder;
 use arrow_avro::writer::format::AvroOcfFormat;
-use arrow_avro::writer::WriterBuilder;
+use arrow_avro::writer::{Writer, WriterBuilder};
 use bytes::Bytes;
 use datafusion::common::{exec_datafusion_err, Result};
 use futures::stream::BoxStream;
@@ -21,61 +21,98 @@ use futures::StreamExt;
 use object_store::path::Path;
 use object_store::ObjectStore;
 
-use super::{FileFormat, WriteFormat};
+use super::{FileFormat, SharedBuf, WriteFormat};
 use crate::deletion_vector::DeletionVector;
 
 /// `file.compression` values this format writes.
 pub(super) const COMPRESSIONS: &[&str] = &["zstd", "snappy", "deflate", "none", "null", "uncompressed"];
 
-pub(super) fn encode(write: &WriteFormat, batch: &RecordBatch) -> Result<Vec<u8>> {
-    let codec = match write.compression.as_str() {
-        "zstd" => Some(CompressionCodec::ZStandard),
-        "snappy" => Some(CompressionCodec::Snappy),
-        "deflate" => Some(CompressionCodec::Deflate),
-        "none" | "null" | "uncompressed" => None,
-        other => {
-            return Err(super::unknown_compression(
-                FileFormat::Avro,
-                other,
-                "zstd, snappy, deflate or none",
-            ))
-        }
-    };
-    // Avro has no 8- or 16-bit ints: TINYINT and SMALLINT are `int`, as Paimon writes them.
-    let mut fields = Vec::with_capacity(batch.num_columns());
-    let mut columns = Vec::with_capacity(batch.num_columns());
-    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
-        let widened = matches!(field.data_type(), DataType::Int8 | DataType::Int16);
-        let data_type = if widened {
-            DataType::Int32
-        } else {
-            field.data_type().clone()
+/// An Avro object container file being written: each batch becomes one block.
+pub(super) struct Encoder {
+    writer: Writer<SharedBuf, AvroOcfFormat>,
+    out: SharedBuf,
+    /// The file's schema: TINYINT and SMALLINT widened to `int`.
+    schema: SchemaRef,
+}
+
+fn failed(e: arrow_avro::errors::AvroError) -> datafusion::error::DataFusionError {
+    exec_datafusion_err!("Failed to write an Avro file: {e}")
+}
+
+impl Encoder {
+    pub(super) fn new(write: &WriteFormat, schema: SchemaRef) -> Result<Self> {
+        let codec = match write.compression.as_str() {
+            "zstd" => Some(CompressionCodec::ZStandard),
+            "snappy" => Some(CompressionCodec::Snappy),
+            "deflate" => Some(CompressionCodec::Deflate),
+            "none" | "null" | "uncompressed" => None,
+            other => {
+                return Err(super::unknown_compression(
+                    FileFormat::Avro,
+                    other,
+                    "zstd, snappy, deflate or none",
+                ))
+            }
         };
-        columns.push(if widened {
-            cast(column, &DataType::Int32)?
-        } else {
-            Arc::clone(column)
-        });
-        fields.push(Field::new(field.name(), data_type, field.is_nullable()));
+        // Avro has no 8- or 16-bit ints: TINYINT and SMALLINT are `int`, as Paimon writes them.
+        let fields: Vec<Field> = schema
+            .fields()
+            .iter()
+            .map(|field| {
+                let data_type = match field.data_type() {
+                    DataType::Int8 | DataType::Int16 => DataType::Int32,
+                    other => other.clone(),
+                };
+                Field::new(field.name(), data_type, field.is_nullable())
+            })
+            .collect();
+        // Java names the record `org.apache.paimon.avro.generated.record`.
+        let metadata = HashMap::from([
+            ("avro.name".to_string(), "record".to_string()),
+            (
+                "avro.namespace".to_string(),
+                "org.apache.paimon.avro.generated".to_string(),
+            ),
+        ]);
+        let schema = Schema::new_with_metadata(fields, metadata);
+        let out = SharedBuf::default();
+        let writer = WriterBuilder::new(schema.clone())
+            .with_compression(codec)
+            .build::<_, AvroOcfFormat>(out.clone())
+            .map_err(failed)?;
+        Ok(Encoder {
+            writer,
+            out,
+            schema: Arc::new(schema),
+        })
     }
-    // Java names the record `org.apache.paimon.avro.generated.record`.
-    let metadata = HashMap::from([
-        ("avro.name".to_string(), "record".to_string()),
-        (
-            "avro.namespace".to_string(),
-            "org.apache.paimon.avro.generated".to_string(),
-        ),
-    ]);
-    let schema = Schema::new_with_metadata(fields, metadata);
-    let batch = RecordBatch::try_new(Arc::new(schema.clone()), columns)?;
-    let failed = |e: arrow_avro::errors::AvroError| exec_datafusion_err!("Failed to write an Avro file: {e}");
-    let mut writer = WriterBuilder::new(schema)
-        .with_compression(codec)
-        .build::<_, AvroOcfFormat>(Vec::new())
-        .map_err(failed)?;
-    writer.write(&batch).map_err(failed)?;
-    writer.finish().map_err(failed)?;
-    Ok(writer.into_inner())
+
+    pub(super) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(self.schema.fields())
+            .map(|(column, field)| {
+                if column.data_type() == field.data_type() {
+                    Ok(Arc::clone(column))
+                } else {
+                    cast(column, field.data_type())
+                }
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), columns)?;
+        self.writer.write(&batch).map_err(failed)
+    }
+
+    pub(super) fn size(&self) -> usize {
+        self.out.len()
+    }
+
+    pub(super) fn finish(mut self) -> Result<Vec<u8>> {
+        self.writer.finish().map_err(failed)?;
+        drop(self.writer);
+        Ok(self.out.take())
+    }
 }
 
 pub(super) struct Opened {

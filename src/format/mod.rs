@@ -13,7 +13,8 @@
 //! every format returns its own Arrow types (ORC timestamps, Avro `int` row kinds, ...).
 //!
 //! Writing: [`WriteFormat::of_level`] reads `file.format`, `file.format.per.level` and
-//! `file.compression`; [`encode`] turns one batch into the bytes of one data file.
+//! `file.compression`; [`FileEncoder`] builds a data file batch by batch. Field ids travel as
+//! `PARQUET:field_id` field metadata (used by Parquet; ORC and Avro files are matched by name).
 
 mod avro;
 mod orc;
@@ -159,13 +160,81 @@ impl WriteFormat {
     }
 }
 
-/// Encodes `batch` as one data file. Field ids travel as `PARQUET:field_id` field metadata
-/// (used by Parquet; ORC and Avro files are matched by name).
-pub(crate) fn encode(write: &WriteFormat, batch: &RecordBatch) -> Result<Vec<u8>> {
-    match write.format {
-        FileFormat::Parquet => parquet::encode(write, batch),
-        FileFormat::Orc => orc::encode(write, batch),
-        FileFormat::Avro => avro::encode(write, batch),
+/// One data file being encoded batch by batch, so that a file of `target-file-size` never
+/// needs all its rows in memory at once; [`FileEncoder::size`] tells when to roll.
+pub(crate) struct FileEncoder(Encoder);
+
+enum Encoder {
+    Parquet(parquet::Encoder),
+    Orc(orc::Encoder),
+    Avro(avro::Encoder),
+}
+
+impl FileEncoder {
+    pub(crate) fn new(write: &WriteFormat, schema: SchemaRef) -> Result<Self> {
+        Ok(FileEncoder(match write.format {
+            FileFormat::Parquet => Encoder::Parquet(parquet::Encoder::new(write, schema)?),
+            FileFormat::Orc => Encoder::Orc(orc::Encoder::new(write, schema)?),
+            FileFormat::Avro => Encoder::Avro(avro::Encoder::new(write, schema)?),
+        }))
+    }
+
+    pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        match &mut self.0 {
+            Encoder::Parquet(e) => e.write(batch),
+            Encoder::Orc(e) => e.write(batch),
+            Encoder::Avro(e) => e.write(batch),
+        }
+    }
+
+    /// Estimated size of the file if it were finished now.
+    pub(crate) fn size(&self) -> usize {
+        match &self.0 {
+            Encoder::Parquet(e) => e.size(),
+            Encoder::Orc(e) => e.size(),
+            Encoder::Avro(e) => e.size(),
+        }
+    }
+
+    /// The file's bytes.
+    pub(crate) fn finish(self) -> Result<Vec<u8>> {
+        match self.0 {
+            Encoder::Parquet(e) => e.finish(),
+            Encoder::Orc(e) => e.finish(),
+            Encoder::Avro(e) => e.finish(),
+        }
+    }
+}
+
+/// An in-memory output the Avro writer owns a handle of, while the encoder can still
+/// see how much was written.
+#[derive(Clone, Default)]
+struct SharedBuf(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl SharedBuf {
+    fn len(&self) -> usize {
+        self.0.lock().map(|b| b.len()).unwrap_or(0)
+    }
+
+    fn take(&self) -> Vec<u8> {
+        self.0
+            .lock()
+            .map(|mut b| std::mem::take(&mut *b))
+            .unwrap_or_default()
+    }
+}
+
+impl std::io::Write for SharedBuf {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .map_err(|_| std::io::Error::other("file buffer poisoned"))?
+            .extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

@@ -43,42 +43,75 @@ fn writable(data_type: &DataType) -> bool {
 /// `file.compression` values this format writes.
 pub(super) const COMPRESSIONS: &[&str] = &["zstd", "snappy", "lz4", "zlib", "gzip", "none", "uncompressed"];
 
-pub(super) fn encode(write: &WriteFormat, batch: &RecordBatch) -> Result<Vec<u8>> {
-    if let Some(field) = batch.schema().fields().iter().find(|f| !writable(f.data_type())) {
-        return Err(exec_datafusion_err!(
-            "Writing ORC files does not support column '{}' of type {} yet; set 'file.format' to 'parquet' or 'avro'",
-            field.name(),
-            field.data_type()
-        ));
-    }
-    let compression = match write.compression.as_str() {
-        "zstd" => Some(CompressionType::Zstd),
-        "snappy" => Some(CompressionType::Snappy),
-        "lz4" => Some(CompressionType::Lz4),
-        "zlib" | "gzip" => Some(CompressionType::Zlib),
-        "none" | "uncompressed" => None,
-        other => {
-            return Err(super::unknown_compression(
-                FileFormat::Orc,
-                other,
-                "zstd, snappy, lz4, zlib or none",
-            ))
+/// An ORC file being written. orc-rust's writer is not `Send` (its column encoders are trait
+/// objects without that bound), so it cannot live across the awaits of an async writer: the
+/// batches are kept and encoded at `finish`, and the size estimate is their in-memory size.
+pub(super) struct Encoder {
+    schema: SchemaRef,
+    compression: Option<CompressionType>,
+    batches: Vec<RecordBatch>,
+    bytes: usize,
+}
+
+fn failed(e: orc_rust::error::OrcError) -> datafusion::error::DataFusionError {
+    exec_datafusion_err!("Failed to write an ORC file: {e}")
+}
+
+impl Encoder {
+    pub(super) fn new(write: &WriteFormat, schema: SchemaRef) -> Result<Self> {
+        if let Some(field) = schema.fields().iter().find(|f| !writable(f.data_type())) {
+            return Err(exec_datafusion_err!(
+                "Writing ORC files does not support column '{}' of type {} yet; set 'file.format' to 'parquet' or 'avro'",
+                field.name(),
+                field.data_type()
+            ));
         }
-    };
-    let mut buf = Vec::new();
-    let builder = ArrowWriterBuilder::new(&mut buf, batch.schema());
-    let builder = match compression {
-        Some(c) => builder.with_compression(c),
-        None => builder,
-    };
-    let mut writer = builder
-        .try_build()
-        .map_err(|e| exec_datafusion_err!("Failed to write an ORC file: {e}"))?;
-    writer
-        .write(batch)
-        .and_then(|_| writer.close())
-        .map_err(|e| exec_datafusion_err!("Failed to write an ORC file: {e}"))?;
-    Ok(buf)
+        let compression = match write.compression.as_str() {
+            "zstd" => Some(CompressionType::Zstd),
+            "snappy" => Some(CompressionType::Snappy),
+            "lz4" => Some(CompressionType::Lz4),
+            "zlib" | "gzip" => Some(CompressionType::Zlib),
+            "none" | "uncompressed" => None,
+            other => {
+                return Err(super::unknown_compression(
+                    FileFormat::Orc,
+                    other,
+                    "zstd, snappy, lz4, zlib or none",
+                ))
+            }
+        };
+        Ok(Encoder {
+            schema,
+            compression,
+            batches: vec![],
+            bytes: 0,
+        })
+    }
+
+    pub(super) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.bytes += batch.get_array_memory_size();
+        self.batches.push(batch.clone());
+        Ok(())
+    }
+
+    pub(super) fn size(&self) -> usize {
+        self.bytes
+    }
+
+    pub(super) fn finish(self) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        let builder = ArrowWriterBuilder::new(&mut buf, self.schema);
+        let builder = match self.compression {
+            Some(c) => builder.with_compression(c),
+            None => builder,
+        };
+        let mut writer = builder.try_build().map_err(failed)?;
+        for batch in &self.batches {
+            writer.write(batch).map_err(failed)?;
+        }
+        writer.close().map_err(failed)?;
+        Ok(buf)
+    }
 }
 
 pub(super) struct Opened {

@@ -27,27 +27,42 @@ use crate::deletion_vector::DeletionVector;
 /// `file.compression` values this format writes.
 pub(super) const COMPRESSIONS: &[&str] = &["zstd", "snappy", "lz4", "gzip", "none", "uncompressed"];
 
-pub(super) fn encode(write: &WriteFormat, batch: &RecordBatch) -> Result<Vec<u8>> {
-    let compression = match write.compression.as_str() {
-        "zstd" => Compression::ZSTD(ZstdLevel::try_new(write.zstd_level)?),
-        "snappy" => Compression::SNAPPY,
-        "lz4" => Compression::LZ4_RAW,
-        "gzip" => Compression::GZIP(GzipLevel::default()),
-        "none" | "uncompressed" => Compression::UNCOMPRESSED,
-        other => {
-            return Err(super::unknown_compression(
-                FileFormat::Parquet,
-                other,
-                "zstd, snappy, lz4, gzip or none",
-            ))
-        }
-    };
-    let props = WriterProperties::builder().set_compression(compression).build();
-    let mut buf = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props))?;
-    writer.write(batch)?;
-    writer.close()?;
-    Ok(buf)
+/// A Parquet file being written: row groups are encoded as they fill.
+pub(super) struct Encoder(ArrowWriter<Vec<u8>>);
+
+impl Encoder {
+    pub(super) fn new(write: &WriteFormat, schema: SchemaRef) -> Result<Self> {
+        let compression = match write.compression.as_str() {
+            "zstd" => Compression::ZSTD(ZstdLevel::try_new(write.zstd_level)?),
+            "snappy" => Compression::SNAPPY,
+            "lz4" => Compression::LZ4_RAW,
+            "gzip" => Compression::GZIP(GzipLevel::default()),
+            "none" | "uncompressed" => Compression::UNCOMPRESSED,
+            other => {
+                return Err(super::unknown_compression(
+                    FileFormat::Parquet,
+                    other,
+                    "zstd, snappy, lz4, gzip or none",
+                ))
+            }
+        };
+        let props = WriterProperties::builder().set_compression(compression).build();
+        Ok(Encoder(ArrowWriter::try_new(Vec::new(), schema, Some(props))?))
+    }
+
+    pub(super) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        Ok(self.0.write(batch)?)
+    }
+
+    /// Bytes written plus the estimated encoded size of the open row group.
+    pub(super) fn size(&self) -> usize {
+        self.0.bytes_written() + self.0.in_progress_size()
+    }
+
+    pub(super) fn finish(mut self) -> Result<Vec<u8>> {
+        self.0.finish()?;
+        Ok(std::mem::take(self.0.inner_mut()))
+    }
 }
 
 #[allow(deprecated, reason = "see the import")]

@@ -16,7 +16,7 @@ use datafusion::logical_expr::Accumulator;
 
 use super::FileIO;
 use crate::error::{Error, Result};
-use crate::format::{encode, WriteFormat};
+use crate::format::{FileEncoder, WriteFormat};
 use crate::spec::{
     BinaryRow, DataField, DataFileMeta, SimpleStats, TableSchema, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND,
 };
@@ -52,118 +52,231 @@ pub(crate) async fn write_data_file(
     schema: &TableSchema,
     rows: DataFileRows,
 ) -> Result<DataFileMeta> {
-    let format_error = |e: datafusion::error::DataFusionError| Error::FileFormat(e.message().to_string());
-    let format = WriteFormat::of_level(&schema.options, level).map_err(format_error)?;
-    let name = format!(
-        "{prefix}-{}-0.{}",
-        uuid::Uuid::new_v4(),
-        format.format.extension()
-    );
-    let n = rows.values.num_rows();
-    let keys: Vec<(usize, &DataField)> = schema
-        .trimmed_primary_keys()
-        .into_iter()
-        .filter_map(|k| schema.fields.iter().position(|f| f.id == k.id).map(|i| (i, k)))
-        .collect();
-    let mut fields = Vec::new();
-    let mut columns: Vec<ArrayRef> = Vec::new();
-    if let Some((seq, kind)) = &rows.kv {
-        for (i, k) in &keys {
-            fields.push(field_with_id(
-                &format!("{KEY_PREFIX}{}", k.name),
-                k.data_type.to_arrow(),
-                false,
-                KEY_FIELD_ID_START + k.id,
-            ));
-            columns.push(Arc::clone(rows.values.column(*i)));
-        }
-        fields.push(field_with_id(
-            SEQUENCE_NUMBER,
-            ArrowType::Int64,
-            false,
-            SEQUENCE_FIELD_ID,
-        ));
-        columns.push(Arc::new(seq.clone()));
-        fields.push(field_with_id(
-            VALUE_KIND,
-            ArrowType::Int8,
-            false,
-            VALUE_KIND_FIELD_ID,
-        ));
-        columns.push(Arc::new(kind.clone()));
-    }
-    for (f, c) in schema.fields.iter().zip(rows.values.columns()) {
-        fields.push(field_with_id(
-            &f.name,
-            f.data_type.to_arrow(),
-            f.data_type.nullable,
-            f.id,
-        ));
-        columns.push(Arc::clone(c));
-    }
-    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
-    let buf = encode(&format, &batch).map_err(format_error)?;
-    let file_size = buf.len() as i64;
-    io.write(&format!("{dir}/{name}"), buf).await?;
+    let mut writer = DataFileWriter::new(dir, prefix, level, schema, rows.kv.is_some())?;
+    writer.write(&rows)?;
+    writer.finish(io).await
+}
 
-    let empty = BinaryRow::encode(&[])?;
-    let (min_key, max_key, key_stats, seq_range, deletes) = match &rows.kv {
-        Some((seq, kind)) if n > 0 => {
-            let key_at = |row: usize| -> Result<Vec<u8>> {
-                let values = keys
-                    .iter()
-                    .map(|(i, _)| scalar_at(rows.values.column(*i), row))
-                    .collect::<Result<Vec<_>>>()?;
-                BinaryRow::encode(&values)
-            };
-            let key_columns: Vec<ArrayRef> = keys
-                .iter()
-                .map(|(i, _)| Arc::clone(rows.values.column(*i)))
-                .collect();
-            let stats = column_stats(&key_columns, false)?;
-            let seqs = seq.values();
-            let (lo, hi) = (
-                seqs.iter().min().copied().unwrap_or(0),
-                seqs.iter().max().copied().unwrap_or(0),
-            );
-            let deletes = kind.values().iter().filter(|k| **k == 1 || **k == 3).count() as i64;
-            (key_at(0)?, key_at(n - 1)?, stats, (lo, hi), deletes)
+/// One data file written batch by batch (rows arrive in key order for primary-key files):
+/// the batches are encoded as they come and the file's statistics are accumulated, so the
+/// writer holds one encoded file, never its decoded rows.
+pub(crate) struct DataFileWriter<'a> {
+    dir: String,
+    name: String,
+    level: i32,
+    schema: &'a TableSchema,
+    /// Positions and fields of the trimmed primary key among the table columns.
+    keys: Vec<(usize, &'a DataField)>,
+    kv: bool,
+    file_schema: Arc<Schema>,
+    encoder: FileEncoder,
+    rows: usize,
+    first_key: Option<Vec<u8>>,
+    last_key: Option<Vec<u8>>,
+    key_stats: StatsAccumulator,
+    value_stats: StatsAccumulator,
+    sequence_range: Option<(i64, i64)>,
+    deletes: i64,
+}
+
+impl<'a> DataFileWriter<'a> {
+    /// A new file `<dir>/<prefix>-<uuid>-0.<format>` at `level`; `kv` for the KeyValue layout.
+    pub(crate) fn new(
+        dir: &str,
+        prefix: &str,
+        level: i32,
+        schema: &'a TableSchema,
+        kv: bool,
+    ) -> Result<Self> {
+        let format_error = |e: datafusion::error::DataFusionError| Error::FileFormat(e.message().to_string());
+        let format = WriteFormat::of_level(&schema.options, level).map_err(format_error)?;
+        let name = format!(
+            "{prefix}-{}-0.{}",
+            uuid::Uuid::new_v4(),
+            format.format.extension()
+        );
+        let keys: Vec<(usize, &DataField)> = schema
+            .trimmed_primary_keys()
+            .into_iter()
+            .filter_map(|k| {
+                let i = schema.fields.iter().position(|f| f.id == k.id)?;
+                Some((i, &schema.fields[i]))
+            })
+            .collect();
+        let mut fields = Vec::new();
+        if kv {
+            for (_, k) in &keys {
+                fields.push(field_with_id(
+                    &format!("{KEY_PREFIX}{}", k.name),
+                    k.data_type.to_arrow(),
+                    false,
+                    KEY_FIELD_ID_START + k.id,
+                ));
+            }
+            fields.push(field_with_id(
+                SEQUENCE_NUMBER,
+                ArrowType::Int64,
+                false,
+                SEQUENCE_FIELD_ID,
+            ));
+            fields.push(field_with_id(
+                VALUE_KIND,
+                ArrowType::Int8,
+                false,
+                VALUE_KIND_FIELD_ID,
+            ));
         }
-        _ => (
-            empty.clone(),
-            empty.clone(),
-            SimpleStats {
-                min_values: empty.clone(),
-                max_values: empty.clone(),
-                null_counts: Some(vec![]),
-            },
-            (0, 0),
-            0,
-        ),
-    };
-    let value_stats = column_stats(rows.values.columns(), true)?;
-    Ok(DataFileMeta {
-        file_name: name,
-        file_size,
-        row_count: n as i64,
-        min_key,
-        max_key,
-        key_stats,
-        value_stats,
-        min_sequence_number: seq_range.0,
-        max_sequence_number: seq_range.1,
-        schema_id: schema.id,
-        level,
-        extra_files: vec![],
-        creation_time: Some(chrono::Local::now().naive_local().and_utc().timestamp_millis()),
-        delete_row_count: Some(deletes),
-        embedded_index: None,
-        file_source: Some(0),
-        value_stats_cols: None,
-        external_path: None,
-        first_row_id: None,
-        write_cols: None,
-    })
+        for f in &schema.fields {
+            fields.push(field_with_id(
+                &f.name,
+                f.data_type.to_arrow(),
+                f.data_type.nullable,
+                f.id,
+            ));
+        }
+        let file_schema = Arc::new(Schema::new(fields));
+        let encoder = FileEncoder::new(&format, Arc::clone(&file_schema)).map_err(format_error)?;
+        let key_types = keys
+            .iter()
+            .map(|(_, k)| k.data_type.to_arrow())
+            .collect::<Vec<_>>();
+        let value_types = schema
+            .fields
+            .iter()
+            .map(|f| f.data_type.to_arrow())
+            .collect::<Vec<_>>();
+        Ok(DataFileWriter {
+            dir: dir.to_string(),
+            name,
+            level,
+            schema,
+            key_stats: StatsAccumulator::new(&key_types)?,
+            value_stats: StatsAccumulator::new(&value_types)?,
+            keys,
+            kv,
+            file_schema,
+            encoder,
+            rows: 0,
+            first_key: None,
+            last_key: None,
+            sequence_range: None,
+            deletes: 0,
+        })
+    }
+
+    /// Appends `rows` (after every row written before, in key order for primary-key files).
+    pub(crate) fn write(&mut self, rows: &DataFileRows) -> Result<()> {
+        let n = rows.values.num_rows();
+        if n == 0 {
+            return Ok(());
+        }
+        let mut columns: Vec<ArrayRef> = Vec::new();
+        match (&rows.kv, self.kv) {
+            (Some((seq, kind)), true) => {
+                let key_columns: Vec<ArrayRef> = self
+                    .keys
+                    .iter()
+                    .map(|(i, _)| Arc::clone(rows.values.column(*i)))
+                    .collect();
+                let key_at = |row: usize| -> Result<Vec<u8>> {
+                    let values = key_columns
+                        .iter()
+                        .map(|c| scalar_at(c, row))
+                        .collect::<Result<Vec<_>>>()?;
+                    BinaryRow::encode(&values)
+                };
+                if self.first_key.is_none() {
+                    self.first_key = Some(key_at(0)?);
+                }
+                self.last_key = Some(key_at(n - 1)?);
+                self.key_stats.update(&key_columns)?;
+                if let (Some(lo), Some(hi)) = (
+                    seq.values().iter().min().copied(),
+                    seq.values().iter().max().copied(),
+                ) {
+                    self.sequence_range = Some(match self.sequence_range {
+                        Some((a, b)) => (a.min(lo), b.max(hi)),
+                        None => (lo, hi),
+                    });
+                }
+                self.deletes += kind.values().iter().filter(|k| **k == 1 || **k == 3).count() as i64;
+                columns.extend(key_columns);
+                columns.push(Arc::new(seq.clone()));
+                columns.push(Arc::new(kind.clone()));
+            }
+            (None, false) => {}
+            _ => {
+                return Err(Error::Unsupported(format!(
+                    "Rows for data file {} do not match its layout",
+                    self.name
+                )))
+            }
+        }
+        columns.extend(rows.values.columns().iter().cloned());
+        let batch = RecordBatch::try_new(Arc::clone(&self.file_schema), columns)?;
+        self.encoder
+            .write(&batch)
+            .map_err(|e| Error::FileFormat(e.message().to_string()))?;
+        self.value_stats.update(rows.values.columns())?;
+        self.rows += n;
+        Ok(())
+    }
+
+    /// Rows written so far.
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Estimated size of the file if it were finished now.
+    pub(crate) fn size(&self) -> usize {
+        self.encoder.size()
+    }
+
+    /// Writes the file to `io` and returns its metadata.
+    pub(crate) async fn finish(self, io: &FileIO) -> Result<DataFileMeta> {
+        let buf = self
+            .encoder
+            .finish()
+            .map_err(|e| Error::FileFormat(e.message().to_string()))?;
+        let file_size = buf.len() as i64;
+        io.write(&format!("{}/{}", self.dir, self.name), buf).await?;
+        let empty = BinaryRow::encode(&[])?;
+        let (min_key, max_key, key_stats) = match (self.first_key, self.last_key) {
+            (Some(first), Some(last)) => (first, last, self.key_stats.finish(false)?),
+            _ => (
+                empty.clone(),
+                empty.clone(),
+                SimpleStats {
+                    min_values: empty.clone(),
+                    max_values: empty.clone(),
+                    null_counts: Some(vec![]),
+                },
+            ),
+        };
+        let (min_sequence_number, max_sequence_number) = self.sequence_range.unwrap_or((0, 0));
+        Ok(DataFileMeta {
+            file_name: self.name,
+            file_size,
+            row_count: self.rows as i64,
+            min_key,
+            max_key,
+            key_stats,
+            value_stats: self.value_stats.finish(true)?,
+            min_sequence_number,
+            max_sequence_number,
+            schema_id: self.schema.id,
+            level: self.level,
+            extra_files: vec![],
+            creation_time: Some(chrono::Local::now().naive_local().and_utc().timestamp_millis()),
+            delete_row_count: Some(self.deletes),
+            embedded_index: None,
+            file_source: Some(0),
+            value_stats_cols: None,
+            external_path: None,
+            first_row_id: None,
+            write_cols: None,
+        })
+    }
 }
 
 fn scalar_at(array: &ArrayRef, row: usize) -> Result<ScalarValue> {
@@ -177,43 +290,87 @@ fn is_atomic(t: &ArrowType) -> bool {
     )
 }
 
-/// Min/max/null-count stats over whole columns; `truncate` applies Java's `truncate(16)` to
-/// strings (min truncated, max truncated then incremented, or unknown if that is impossible).
-fn column_stats(columns: &[ArrayRef], truncate: bool) -> Result<SimpleStats> {
-    let mut mins = Vec::with_capacity(columns.len());
-    let mut maxs = Vec::with_capacity(columns.len());
-    let mut nulls = Vec::with_capacity(columns.len());
-    for c in columns {
-        nulls.push(Some(c.null_count() as i64));
-        let t = c.data_type();
-        let typed_null = ScalarValue::try_from(t).unwrap_or(ScalarValue::Null);
-        if !is_atomic(t) {
-            mins.push(typed_null.clone());
-            maxs.push(typed_null);
-            continue;
-        }
+/// Min/max/null-count stats of columns over every batch written; nested columns get null
+/// counts only.
+struct StatsAccumulator {
+    columns: Vec<ColumnStats>,
+}
+
+struct ColumnStats {
+    /// `None` for nested types.
+    min_max: Option<(MinAccumulator, MaxAccumulator)>,
+    typed_null: ScalarValue,
+    nulls: i64,
+}
+
+impl StatsAccumulator {
+    fn new(types: &[ArrowType]) -> Result<Self> {
         let err = |e: datafusion::error::DataFusionError| Error::Unsupported(e.to_string());
-        let mut min = MinAccumulator::try_new(t).map_err(err)?;
-        let mut max = MaxAccumulator::try_new(t).map_err(err)?;
-        min.update_batch(std::slice::from_ref(c)).map_err(err)?;
-        max.update_batch(std::slice::from_ref(c)).map_err(err)?;
-        let (mut lo, mut hi) = (min.evaluate().map_err(err)?, max.evaluate().map_err(err)?);
-        if truncate {
-            if let ScalarValue::Utf8(Some(s)) = &lo {
-                lo = ScalarValue::Utf8(Some(s.chars().take(STATS_TRUNCATE).collect()));
-            }
-            if let ScalarValue::Utf8(Some(s)) = &hi {
-                hi = ScalarValue::Utf8(truncate_max(s));
+        let columns = types
+            .iter()
+            .map(|t| {
+                let min_max = if is_atomic(t) {
+                    Some((
+                        MinAccumulator::try_new(t).map_err(err)?,
+                        MaxAccumulator::try_new(t).map_err(err)?,
+                    ))
+                } else {
+                    None
+                };
+                Ok(ColumnStats {
+                    min_max,
+                    typed_null: ScalarValue::try_from(t).unwrap_or(ScalarValue::Null),
+                    nulls: 0,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(StatsAccumulator { columns })
+    }
+
+    fn update(&mut self, columns: &[ArrayRef]) -> Result<()> {
+        let err = |e: datafusion::error::DataFusionError| Error::Unsupported(e.to_string());
+        for (stats, c) in self.columns.iter_mut().zip(columns) {
+            stats.nulls += c.null_count() as i64;
+            if let Some((min, max)) = &mut stats.min_max {
+                min.update_batch(std::slice::from_ref(c)).map_err(err)?;
+                max.update_batch(std::slice::from_ref(c)).map_err(err)?;
             }
         }
-        mins.push(lo);
-        maxs.push(hi);
+        Ok(())
     }
-    Ok(SimpleStats {
-        min_values: BinaryRow::encode(&mins)?,
-        max_values: BinaryRow::encode(&maxs)?,
-        null_counts: Some(nulls),
-    })
+
+    /// The stats; `truncate` applies Java's `truncate(16)` to strings (min truncated, max
+    /// truncated then incremented, or unknown if that is impossible).
+    fn finish(mut self, truncate: bool) -> Result<SimpleStats> {
+        let err = |e: datafusion::error::DataFusionError| Error::Unsupported(e.to_string());
+        let mut mins = Vec::with_capacity(self.columns.len());
+        let mut maxs = Vec::with_capacity(self.columns.len());
+        let mut nulls = Vec::with_capacity(self.columns.len());
+        for stats in &mut self.columns {
+            nulls.push(Some(stats.nulls));
+            let Some((min, max)) = &mut stats.min_max else {
+                mins.push(stats.typed_null.clone());
+                maxs.push(stats.typed_null.clone());
+                continue;
+            };
+            let (mut lo, mut hi) = (min.evaluate().map_err(err)?, max.evaluate().map_err(err)?);
+            if truncate {
+                if let ScalarValue::Utf8(Some(s)) = &lo {
+                    lo = ScalarValue::Utf8(Some(s.chars().take(STATS_TRUNCATE).collect()));
+                }
+                if let ScalarValue::Utf8(Some(s)) = &hi {
+                    hi = ScalarValue::Utf8(truncate_max(s));
+                }
+            }
+            mins.push(lo);
+            maxs.push(hi);
+        }
+        Ok(SimpleStats {
+            min_values: BinaryRow::encode(&mins)?,
+            max_values: BinaryRow::encode(&maxs)?,
+            null_counts: Some(nulls),
+        })
+    }
 }
 
 /// An upper bound of `s` with at most 16 characters, if one exists.

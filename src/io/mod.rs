@@ -2,6 +2,8 @@
 
 mod data_file_write;
 mod file_io;
+mod rolling_write;
 
-pub(crate) use data_file_write::{write_data_file, DataFileRows};
+pub(crate) use data_file_write::{write_data_file, DataFileRows, DataFileWriter};
 pub(crate) use file_io::FileIO;
+pub(crate) use rolling_write::RollingFileWriter;

@@ -431,6 +431,7 @@ async fn compact(session: &PaimonSession, call: &Call) -> Result<()> {
         meta: &meta,
         schema: &schema,
         batch_size,
+        pool: Arc::clone(&session.context().runtime_env().memory_pool),
     }
     .full(&scope)
     .await?;

@@ -689,6 +689,7 @@ impl DataSink for PaimonSink {
                 meta: &self.meta,
                 schema: &self.schema,
                 batch_size: context.session_config().batch_size(),
+                pool: Arc::clone(context.memory_pool()),
             };
             compaction.after_write(touched).await?;
             // Paimon expires snapshots after every commit of a writer that is not write-only.
