@@ -285,7 +285,7 @@ impl BucketCompaction<'_> {
             "PaimonCompaction[{} bucket {}]",
             self.table, self.group.1
         ))
-        .register(&self.pool);
+        .register(self.pool);
         let mut chunks = KeyChunks::new(
             sources,
             &converter,

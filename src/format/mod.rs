@@ -165,7 +165,7 @@ impl WriteFormat {
 pub(crate) struct FileEncoder(Encoder);
 
 enum Encoder {
-    Parquet(parquet::Encoder),
+    Parquet(Box<parquet::Encoder>),
     Orc(orc::Encoder),
     Avro(avro::Encoder),
 }
@@ -173,7 +173,7 @@ enum Encoder {
 impl FileEncoder {
     pub(crate) fn new(write: &WriteFormat, schema: SchemaRef) -> Result<Self> {
         Ok(FileEncoder(match write.format {
-            FileFormat::Parquet => Encoder::Parquet(parquet::Encoder::new(write, schema)?),
+            FileFormat::Parquet => Encoder::Parquet(Box::new(parquet::Encoder::new(write, schema)?)),
             FileFormat::Orc => Encoder::Orc(orc::Encoder::new(write, schema)?),
             FileFormat::Avro => Encoder::Avro(avro::Encoder::new(write, schema)?),
         }))
