@@ -5,14 +5,16 @@
 //! upserting 10% of the keys. Both queries cover snapshots (1, 6]; the normalize is seeded with
 //! the merged state at snapshot 1 (every key), then folds the 5 x 10% delta rows. Throughput is
 //! reported in input rows (seed + delta) per second. Benches 1 bucket (one split, one core) and
-//! 4 buckets.
+//! 4 buckets. `normalize_spilling` runs the same query in a session whose memory pool
+//! (`SPILL_POOL_MB`, default 32) is far smaller than the state, so the state spills to disk.
 //!
 //! `cargo bench --bench changelog_normalize` (`NORMALIZE_KEYS=200000` for a quick run).
 
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use datafusion::prelude::SessionConfig;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_paimon::PaimonSession;
 use tokio::runtime::Runtime;
 
@@ -79,8 +81,34 @@ fn bench(c: &mut Criterion) {
                 })
             });
         }
+        let spilling = rt.block_on(spilling_session(dir.path()));
+        let sql = "SELECT count(*) FROM paimon_incremental_query('b.t$changelog', 1, 6)";
+        group.bench_function("normalize_spilling", |b| {
+            b.iter(|| {
+                rt.block_on(async {
+                    spilling.sql(sql).await.expect(sql).collect().await.expect(sql);
+                })
+            })
+        });
         group.finish();
     }
+}
+
+/// A session over the same warehouse with a small memory pool.
+async fn spilling_session(dir: &std::path::Path) -> PaimonSession {
+    let pool_mb: usize = std::env::var("SPILL_POOL_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(32);
+    let runtime = RuntimeEnvBuilder::new()
+        .with_memory_limit(pool_mb << 20, 1.0)
+        .build_arc()
+        .expect("runtime");
+    let config = SessionConfig::new().with_target_partitions(2);
+    let ctx = SessionContext::new_with_config_rt(config, runtime);
+    PaimonSession::register(ctx, dir.to_str().expect("utf-8"))
+        .await
+        .expect("session")
 }
 
 criterion_group!(benches, bench);

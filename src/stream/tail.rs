@@ -122,7 +122,7 @@ impl Tail {
                 &name,
                 self.table.table_schema(),
                 Arc::clone(&self.output),
-                &self.task.memory_pool().clone(),
+                &self.task,
             )?);
         }
         let earliest = meta.earliest_snapshot_id().await?;

@@ -12,6 +12,7 @@
 //! bucket, and the rows of a bucket come in commit order from the one partition that reads it.
 //! The children must therefore never be repartitioned (`benefits_from_input_partitioning`).
 
+mod spill;
 mod state;
 
 use std::fmt;
@@ -152,6 +153,7 @@ impl ExecutionPlan for ChangelogNormalizeExec {
             self.key_columns.clone(),
             self.rules.clone(),
             reservation,
+            Some(Arc::clone(&context.runtime_env().disk_manager)),
         )?;
         let seed = match &self.seed {
             Some(plan) => Some(all_partitions(plan, &context)?),
@@ -230,16 +232,19 @@ fn fold_rules(table: &str, schema: &TableSchema) -> Result<(Vec<usize>, FoldRule
 }
 
 /// A fresh normalize state for `table`, whose changes have the schema `output` (`rowkind`,
-/// columns, `snapshot_id`), accounted to `pool` (tailing reads keep one for their lifetime).
+/// columns, `snapshot_id`), accounted to the memory pool of `task` and spilling to its disk
+/// manager (tailing reads keep one for their lifetime).
 pub(crate) fn normalize_state(
     table: &str,
     schema: &TableSchema,
     output: datafusion::arrow::datatypes::SchemaRef,
-    pool: &Arc<dyn datafusion::execution::memory_pool::MemoryPool>,
+    task: &TaskContext,
 ) -> Result<NormalizeState> {
     let (key_columns, rules) = fold_rules(table, schema)?;
-    let reservation = MemoryConsumer::new(format!("ChangelogNormalize[{table}]")).register(pool);
-    NormalizeState::try_new(table, output, key_columns, rules, reservation)
+    let reservation =
+        MemoryConsumer::new(format!("ChangelogNormalize[{table}]")).register(task.memory_pool());
+    let disk = Arc::clone(&task.runtime_env().disk_manager);
+    NormalizeState::try_new(table, output, key_columns, rules, reservation, Some(disk))
 }
 
 /// Every partition of `plan` as one stream; each partition's own order is kept.

@@ -3,7 +3,10 @@
 //!
 //! Keys and values are kept in Arrow's row format: one `OwnedRow` for the primary key, one for
 //! the whole row (compared byte-wise for "unchanged"), and one for the `sequence.field` columns.
-//! Every row's bytes are accounted to the DataFusion memory pool.
+//! Every row's bytes are accounted to the DataFusion memory pool. When the pool refuses more,
+//! the whole in-memory state is written to a B-tree on local disk ([`super::spill`]) and
+//! memory starts empty again; before a batch is folded, its keys that are on disk and not in
+//! memory are read back. Memory stays within the pool (plus the spill's fixed page cache).
 //!
 //! Deduplicate and first-row decide from the stored row and the delta row alone. Partial-update
 //! and aggregation merge values: each delta row is folded into the stored row of its key by the
@@ -17,8 +20,11 @@ use arrow::array::{ArrayRef, AsArray, Int64Array, Int8Array, RecordBatch, String
 use arrow::compute::{interleave, take};
 use arrow::datatypes::{DataType, Field, Int8Type, Schema, SchemaRef};
 use arrow::row::{OwnedRow, RowConverter, SortField};
-use datafusion::common::{exec_datafusion_err, HashMap, Result};
+use datafusion::common::{exec_datafusion_err, HashMap, HashSet, Result};
+use datafusion::execution::disk_manager::DiskManager;
 use datafusion::execution::memory_pool::MemoryReservation;
+
+use super::spill::{decode_value, encode_value, SpilledState};
 
 use crate::merge::engine::is_retract;
 use crate::merge::reduce::GroupReducer;
@@ -90,11 +96,18 @@ pub(crate) struct NormalizeState {
     keys: RowConverter,
     values: RowConverter,
     sequence: Option<RowConverter>,
-    /// Key row bytes -> stored row.
+    /// Key row bytes -> stored row (the state, or with a spill its most recent part).
     rows: HashMap<Box<[u8]>, Stored>,
-    /// Bytes the state holds; the reservation follows it after every batch.
+    /// Keys removed since the last spill that the spill may still hold.
+    gone: HashSet<Box<[u8]>>,
+    /// Keys read back from the spill and unchanged since: a spill need not write them again.
+    clean: HashSet<Box<[u8]>>,
+    /// Bytes `rows`, `gone` and `clean` hold; the reservation follows it after every batch.
     bytes: usize,
     reservation: MemoryReservation,
+    /// Where the state spills when the pool refuses; `None` keeps it in memory or fails.
+    disk: Option<Arc<DiskManager>>,
+    spilled: Option<SpilledState>,
     /// Output schema: `rowkind`, the table columns, `snapshot_id`.
     output: SchemaRef,
     /// The reducer's layout: table columns, `_SEQUENCE_NUMBER`, `_VALUE_KIND`.
@@ -108,6 +121,7 @@ impl NormalizeState {
         key_columns: Vec<usize>,
         rules: FoldRules,
         reservation: MemoryReservation,
+        disk: Option<Arc<DiskManager>>,
     ) -> Result<Self> {
         let field = |i: usize| SortField::new(output.field(i + 1).data_type().clone());
         let table_columns = output.fields().len() - 2;
@@ -133,8 +147,12 @@ impl NormalizeState {
             key_columns,
             rules,
             rows: HashMap::default(),
+            gone: HashSet::default(),
+            clean: HashSet::default(),
             bytes: 0,
             reservation,
+            disk,
+            spilled: None,
             output,
         })
     }
@@ -159,6 +177,7 @@ impl NormalizeState {
     /// changes they make, if any.
     pub(crate) fn fold(&mut self, batch: &RecordBatch) -> Result<Option<RecordBatch>> {
         let table_columns: Vec<ArrayRef> = batch.columns()[1..batch.num_columns() - 1].to_vec();
+        self.load_spilled(&table_columns)?;
         let mut changes = match self.rules.reducer.clone() {
             Some(reducer) => self.fold_merging(batch, &table_columns, reducer.as_ref())?,
             None => self.fold_picking(batch, &table_columns)?,
@@ -412,6 +431,12 @@ impl NormalizeState {
 
     /// Stores `stored` for `key`; an existing key keeps its allocation.
     fn insert(&mut self, key: &[u8], stored: Stored) {
+        if self.gone.remove(key) {
+            self.bytes -= gone_size(key.len());
+        }
+        if self.clean.remove(key) {
+            self.bytes -= gone_size(key.len());
+        }
         let size = stored_size(key.len(), &stored);
         match self.rows.get_mut(key) {
             Some(slot) => {
@@ -428,14 +453,108 @@ impl NormalizeState {
     fn remove(&mut self, key: &[u8]) -> Stored {
         let stored = self.rows.remove(key).expect("the key is present");
         self.bytes -= stored_size(key.len(), &stored);
+        if self.clean.remove(key) {
+            self.bytes -= gone_size(key.len());
+        }
+        if self.spilled.is_some() && self.gone.insert(key.into()) {
+            self.bytes += gone_size(key.len());
+        }
         stored
+    }
+
+    /// Reads the keys of a batch that only the spill holds back into memory.
+    fn load_spilled(&mut self, table_columns: &[ArrayRef]) -> Result<()> {
+        let Some(spilled) = &self.spilled else {
+            return Ok(());
+        };
+        let keys = self.convert_keys(table_columns)?;
+        let mut wanted: Vec<&[u8]> = keys
+            .iter()
+            .map(|k| k.data())
+            .filter(|k| !self.rows.contains_key(*k) && !self.gone.contains(*k))
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut loaded: Vec<(Box<[u8]>, Stored)> = Vec::new();
+        let values = self.values.parser();
+        let sequence = self.sequence.as_ref().map(RowConverter::parser);
+        let mut corrupt = false;
+        spilled.read(wanted.into_iter(), |key, value| match decode_value(value) {
+            Some((row, seq)) => loaded.push((
+                key.into(),
+                Stored {
+                    values: values.parse(row).owned(),
+                    sequence: match (&sequence, seq) {
+                        (Some(parser), Some(seq)) => Some(parser.parse(seq).owned()),
+                        _ => None,
+                    },
+                },
+            )),
+            None => corrupt = true,
+        })?;
+        if corrupt {
+            return Err(exec_datafusion_err!(
+                "ChangelogNormalize of table {} read a damaged entry of its spilled state",
+                self.table
+            ));
+        }
+        for (key, stored) in loaded {
+            self.insert(&key, stored);
+            self.bytes += gone_size(key.len());
+            self.clean.insert(key);
+        }
+        Ok(())
+    }
+
+    /// Writes the in-memory state to the spill (creating it) and empties memory.
+    fn spill(&mut self) -> Result<()> {
+        if self.spilled.is_none() {
+            let Some(disk) = &self.disk else {
+                return Err(exec_datafusion_err!(
+                    "ChangelogNormalize of table {} cannot spill its state: no disk manager",
+                    self.table
+                ));
+            };
+            self.spilled = Some(SpilledState::create(disk, &self.table)?);
+        }
+        let spilled = self.spilled.as_ref().expect("created above");
+        // Sorted keys make the B-tree inserts sequential.
+        let clean = &self.clean;
+        let mut keys: Vec<&Box<[u8]>> = self
+            .rows
+            .keys()
+            .filter(|k| !clean.contains(*k))
+            .chain(self.gone.iter())
+            .collect();
+        keys.sort_unstable();
+        let rows = &self.rows;
+        spilled.write(keys.into_iter().map(|key| {
+            let value = rows
+                .get(key)
+                .map(|s| encode_value(s.values.as_ref(), s.sequence.as_ref().map(|q| q.as_ref())));
+            (key.as_ref(), value)
+        }))?;
+        self.rows = HashMap::default();
+        self.gone = HashSet::default();
+        self.clean = HashSet::default();
+        self.bytes = 0;
+        Ok(())
     }
 
     /// Brings the memory reservation to the state's size (once per batch, not per row).
     fn account(&mut self) -> Result<()> {
         let reserved = self.reservation.size();
         if self.bytes > reserved {
-            self.reservation.try_grow(self.bytes - reserved).map_err(|e| {
+            let grown = self.reservation.try_grow(self.bytes - reserved);
+            if grown.is_ok() {
+                return Ok(());
+            }
+            if self.disk.as_ref().is_some_and(|d| d.tmp_files_enabled()) {
+                self.spill()?;
+                self.reservation.shrink(self.reservation.size());
+                return Ok(());
+            }
+            grown.map_err(|e| {
                 exec_datafusion_err!(
                     "ChangelogNormalize of table {} needs more memory for its per-key state than the memory pool grants ({e}); narrow the snapshot range or raise the memory limit",
                     self.table
@@ -448,10 +567,149 @@ impl NormalizeState {
     }
 }
 
+/// Bytes a key in a set (tombstones, clean keys) takes: the key plus the set entry.
+fn gone_size(key_len: usize) -> usize {
+    key_len + std::mem::size_of::<Box<[u8]>>()
+}
+
 /// Bytes a stored key takes: its row bytes plus the map entry.
 fn stored_size(key_len: usize, stored: &Stored) -> usize {
     key_len
         + stored.values.as_ref().len()
         + stored.sequence.as_ref().map_or(0, |s| s.as_ref().len())
         + std::mem::size_of::<(Box<[u8]>, Stored)>()
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::Int64Array;
+    use datafusion::execution::disk_manager::DiskManagerBuilder;
+    use datafusion::execution::memory_pool::{GreedyMemoryPool, MemoryConsumer, MemoryPool};
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    fn output() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("rowkind", DataType::Utf8, false),
+            Field::new("k", DataType::Int64, false),
+            Field::new("v", DataType::Int64, true),
+            Field::new("ts", DataType::Int64, true),
+            Field::new("snapshot_id", DataType::Int64, false),
+        ]))
+    }
+
+    fn state(pool_bytes: usize, sequence: bool) -> (NormalizeState, Arc<dyn MemoryPool>) {
+        let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(pool_bytes));
+        let reservation = MemoryConsumer::new("test").register(&pool);
+        let disk = Arc::new(DiskManagerBuilder::default().build().expect("disk manager"));
+        let rules = FoldRules {
+            first_row: false,
+            ignore_delete: false,
+            sequence_columns: if sequence { vec![2] } else { vec![] },
+            reducer: None,
+        };
+        let state = NormalizeState::try_new("db.t", output(), vec![0], rules, reservation, Some(disk))
+            .expect("state");
+        (state, pool)
+    }
+
+    /// Random upserts, late rows and deletes over `keys` keys, in batches.
+    fn batches(keys: i64, batches: usize, rows: usize) -> Vec<RecordBatch> {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        (0..batches)
+            .map(|b| {
+                let mut kind = Vec::with_capacity(rows);
+                let mut k = Vec::with_capacity(rows);
+                let mut v = Vec::with_capacity(rows);
+                let mut ts = Vec::with_capacity(rows);
+                for _ in 0..rows {
+                    kind.push(match rng.random_range(0..10) {
+                        0 => "-D",
+                        1..=4 => "+I",
+                        _ => "+U",
+                    });
+                    k.push(rng.random_range(0..keys));
+                    v.push(rng.random_range(0..3));
+                    ts.push(rng.random_range(0..100));
+                }
+                RecordBatch::try_new(
+                    output(),
+                    vec![
+                        Arc::new(StringArray::from(kind)),
+                        Arc::new(Int64Array::from(k)),
+                        Arc::new(Int64Array::from(v)),
+                        Arc::new(Int64Array::from(ts)),
+                        Arc::new(Int64Array::from(vec![b as i64 + 2; rows])),
+                    ],
+                )
+                .expect("batch")
+            })
+            .collect()
+    }
+
+    fn seed(keys: i64) -> RecordBatch {
+        let table = Schema::new(output().fields()[1..4].to_vec());
+        RecordBatch::try_new(
+            Arc::new(table),
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..keys / 2)),
+                Arc::new(Int64Array::from_iter_values((0..keys / 2).map(|k| k % 3))),
+                Arc::new(Int64Array::from(vec![50; (keys / 2) as usize])),
+            ],
+        )
+        .expect("seed")
+    }
+
+    fn run(state: &mut NormalizeState, keys: i64, input: &[RecordBatch]) -> Vec<RecordBatch> {
+        state.seed(&seed(keys)).expect("seed");
+        input
+            .iter()
+            .filter_map(|b| state.fold(b).expect("fold"))
+            .collect()
+    }
+
+    #[test]
+    fn a_spilling_state_emits_what_an_unbounded_one_emits() {
+        for sequence in [false, true] {
+            let keys = 20_000;
+            let input = batches(keys, 30, 2_000);
+            let (mut unbounded, _) = state(usize::MAX, sequence);
+            let expected = run(&mut unbounded, keys, &input);
+            assert!(unbounded.spilled.is_none());
+
+            let limit = 256 << 10;
+            let (mut small, pool) = state(limit, sequence);
+            let actual = run(&mut small, keys, &input);
+            assert!(small.spilled.is_some(), "a 256 KiB pool makes the state spill");
+            assert!(pool.reserved() <= limit);
+            let rows = |b: &[RecordBatch]| b.iter().map(RecordBatch::num_rows).sum::<usize>();
+            assert!(rows(&expected) > 10_000, "the input makes many changes");
+            assert_eq!(
+                concat_batches_of(&expected),
+                concat_batches_of(&actual),
+                "sequence = {sequence}"
+            );
+        }
+    }
+
+    fn concat_batches_of(batches: &[RecordBatch]) -> RecordBatch {
+        arrow::compute::concat_batches(&output(), batches).expect("concat")
+    }
+
+    #[test]
+    fn without_a_disk_the_pool_limit_is_an_error_naming_the_table() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(1 << 10));
+        let reservation = MemoryConsumer::new("test").register(&pool);
+        let rules = FoldRules {
+            first_row: false,
+            ignore_delete: false,
+            sequence_columns: vec![],
+            reducer: None,
+        };
+        let mut state =
+            NormalizeState::try_new("db.t", output(), vec![0], rules, reservation, None).expect("state");
+        let err = state.seed(&seed(10_000)).expect_err("over the pool");
+        assert!(err.to_string().contains("db.t"), "{err}");
+    }
 }
