@@ -297,13 +297,14 @@ async fn normalize_equals_lookup(engine_options: &str, seed_base: u64) {
     }
 }
 
-/// The normalize state is accounted to the memory pool: a pool too small for it fails the
-/// query with an error that says so, instead of growing without bound.
+/// The normalize state is accounted to the memory pool: when the pool is too small for it, it
+/// spills to the disk manager and the result is the same; without a disk the query fails with
+/// an error that says so, instead of growing without bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn normalize_state_is_bounded_by_the_memory_pool() {
+    use datafusion::execution::disk_manager::{DiskManagerBuilder, DiskManagerMode};
     use datafusion::execution::runtime_env::RuntimeEnvBuilder;
     use datafusion::prelude::{SessionConfig, SessionContext};
-
     let dir = tempfile::tempdir().expect("temp dir");
     let location = dir.path().to_str().expect("utf-8");
     let writer = PaimonSession::open(location).await.expect("open");
@@ -324,38 +325,43 @@ async fn normalize_state_is_bounded_by_the_memory_pool() {
         .await
         .expect("update");
 
-    let runtime = RuntimeEnvBuilder::new()
-        .with_memory_limit(256 * 1024, 1.0)
-        .build_arc()
-        .expect("runtime");
-    let config = SessionConfig::new()
-        .with_default_catalog_and_schema("paimon", "default")
-        .with_create_default_catalog_and_schema(false);
-    let ctx = SessionContext::new_with_config_rt(config, runtime);
-    let small = PaimonSession::register(ctx, location).await.expect("register");
-    let err = run_sql(
-        &small,
-        "SELECT count(*) FROM paimon_incremental_query('m.t$changelog', 1, 2)",
-    )
-    .await
-    .expect_err("the state of 20k keys does not fit 256 KiB");
+    let session_with = |disk: DiskManagerMode| {
+        let runtime = RuntimeEnvBuilder::new()
+            .with_memory_limit(256 * 1024, 1.0)
+            .with_disk_manager_builder(DiskManagerBuilder::default().with_mode(disk))
+            .build_arc()
+            .expect("runtime");
+        let config = SessionConfig::new()
+            .with_default_catalog_and_schema("paimon", "default")
+            .with_create_default_catalog_and_schema(false);
+        PaimonSession::register(SessionContext::new_with_config_rt(config, runtime), location)
+    };
+    // No ORDER BY: a sort wants more than this pool; the normalize's output order is its input's.
+    let query = "SELECT rowkind, k, v FROM paimon_incremental_query('m.t$changelog', 1, 2)";
+    // -U/+U of key 1, whatever the pool
+    let expected = run_sql(&writer, query).await.expect("query");
+    let spilling = session_with(DiskManagerMode::OsTmpDirectory)
+        .await
+        .expect("register");
+    let spilled = run_sql(&spilling, query).await.expect("the state spills to disk");
+    let total = |batches: &[arrow::array::RecordBatch]| batches.iter().map(|b| b.num_rows()).sum::<usize>();
+    assert_eq!(total(&expected), 2);
+    assert_eq!(
+        arrow::util::pretty::pretty_format_batches(&spilled)
+            .expect("format")
+            .to_string(),
+        arrow::util::pretty::pretty_format_batches(&expected)
+            .expect("format")
+            .to_string()
+    );
+
+    let no_disk = session_with(DiskManagerMode::Disabled).await.expect("register");
+    let err = run_sql(&no_disk, query)
+        .await
+        .expect_err("the state of 20k keys does not fit 256 KiB and cannot spill");
     assert!(
         err.to_string()
             .contains("ChangelogNormalize of table m.t$changelog needs more memory"),
         "{err}"
-    );
-    // With enough memory the same query works: -U/+U of key 1.
-    let rows = run_sql(
-        &writer,
-        "SELECT count(*) FROM paimon_incremental_query('m.t$changelog', 1, 2)",
-    )
-    .await
-    .expect("query");
-    assert_eq!(
-        rows[0]
-            .column(0)
-            .as_primitive::<arrow::datatypes::Int64Type>()
-            .value(0),
-        2
     );
 }

@@ -146,6 +146,7 @@ impl ExecutionPlan for ChangelogNormalizeExec {
             return internal_err!("ChangelogNormalizeExec has one partition, not {partition}");
         }
         let reservation = MemoryConsumer::new(format!("ChangelogNormalize[{}]", self.table))
+            .with_can_spill(true)
             .register(context.memory_pool());
         let state = NormalizeState::try_new(
             &self.table,
