@@ -57,11 +57,13 @@ pub(crate) async fn resolve_changelog_range(
     if range.empty {
         return Ok(ChangelogRange { range, seeded });
     }
-    if start + 1 < earliest {
+    // Long-lived changelogs keep the changes of expired snapshots.
+    let changes_from = meta.earliest_changes_id().await?.unwrap_or(earliest);
+    if start + 1 < changes_from {
         return plan_err!(
-            "The changes of table {table} in snapshots ({start}, {end}] cannot be read exactly: snapshot(s) {}..{} have expired (the earliest snapshot is {earliest}); choose a range starting at {earliest} or later",
+            "The changes of table {table} in snapshots ({start}, {end}] cannot be read exactly: snapshot(s) {}..{} have expired (the earliest snapshot is {earliest}); choose a range starting at {changes_from} or later",
             start + 1,
-            earliest - 1
+            changes_from - 1
         );
     }
     if seeded && start < earliest {
@@ -137,31 +139,46 @@ pub(crate) async fn changelog_capability(
             });
         }
     };
+    // Long-lived changelogs keep the changes (not the state) of expired snapshots.
+    let changes_from = meta.earliest_changes_id().await?.unwrap_or(earliest);
     let first = start + 1;
     push(
         first,
-        end.min(earliest - 1),
+        end.min(changes_from - 1),
         Capability::Expired,
-        format!("snapshots before {earliest} were expired: their files are gone"),
+        format!("snapshots before {changes_from} were expired: their files are gone"),
     );
-    let readable_from = first.max(earliest);
+    let readable_from = first.max(changes_from);
     if has_producer {
-        push(readable_from, end, Capability::Full, "changelog files".into());
+        let kept = end.min(earliest - 1);
+        push(
+            readable_from,
+            kept,
+            Capability::Full,
+            "changelog files of long-lived changelogs".into(),
+        );
+        push(
+            readable_from.max(kept + 1),
+            end,
+            Capability::Full,
+            "changelog files".into(),
+        );
     } else {
         // Snapshot n's changes need the state at n - 1 (none before snapshot 1).
-        let state_readable = |n: i64| n == 1 || n - 1 >= earliest;
+        let state_readable = |n: i64| n == 1 || n > earliest;
         if !state_readable(readable_from) {
+            let last = end.min(earliest);
             push(
                 readable_from,
-                readable_from,
+                last,
                 Capability::AfterOnly,
                 format!("the state before snapshot {readable_from} was expired: its delta rows give after-images only"),
             );
             push(
-                readable_from + 1,
+                last + 1,
                 end,
                 Capability::Full,
-                format!("delta rows normalized against the state at snapshot {readable_from}"),
+                format!("delta rows normalized against the state at snapshot {last}"),
             );
         } else {
             push(

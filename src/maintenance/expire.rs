@@ -12,6 +12,13 @@
 //!
 //! Nothing a retained snapshot or a tag uses is deleted. Snapshot files go first so that a crash
 //! part-way leaves unreferenced files (orphans), never a snapshot whose files are gone.
+//!
+//! When `changelog.num-retained.*` or `changelog.time-retained` keep changes longer than
+//! snapshots (the changelog lifecycle is *decoupled*, as in Java), an expiring snapshot leaves
+//! its JSON as `changelog/changelog-<id>` and keeps what its changes are read from: its
+//! changelog files and changelog manifests (tables with a producer), or its delta manifests and
+//! the APPEND files its delta deletes (tables without one). [`super::changelog_expire`] deletes
+//! them when the changelog expires.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -32,6 +39,11 @@ pub(crate) struct ExpireOptions {
     pub(crate) time_retained_ms: i64,
     /// `snapshot.expire.limit` (50).
     pub(crate) limit: i64,
+    /// `changelog.num-retained.min`, `.max` and `changelog.time-retained` in millis, where set
+    /// (unset: the snapshot value).
+    pub(crate) changelog_retain_min: Option<i64>,
+    pub(crate) changelog_retain_max: Option<i64>,
+    pub(crate) changelog_time_retained_ms: Option<i64>,
 }
 
 impl ExpireOptions {
@@ -59,12 +71,40 @@ impl ExpireOptions {
                 )
             })?,
         };
+        let optional_int =
+            |key: &str| -> Result<Option<i64>> { options.get(key).map(|_| int(key, 0)).transpose() };
+        let changelog_time_retained_ms = match options.get("changelog.time-retained") {
+            None => None,
+            Some(v) => Some(parse_duration_ms(v).ok_or_else(|| {
+                exec_datafusion_err!(
+                    "Option 'changelog.time-retained' of table {table} must be a duration such as '1 d', got '{v}'"
+                )
+            })?),
+        };
         Ok(ExpireOptions {
             retain_min,
             retain_max,
             time_retained_ms,
             limit: int("snapshot.expire.limit", 50)?.max(1),
+            changelog_retain_min: optional_int("changelog.num-retained.min")?,
+            changelog_retain_max: optional_int("changelog.num-retained.max")?,
+            changelog_time_retained_ms,
         })
+    }
+
+    /// Changelog retention: (min, max, time in millis), snapshot values where unset.
+    pub(crate) fn changelog(&self) -> (i64, i64, i64) {
+        (
+            self.changelog_retain_min.unwrap_or(self.retain_min),
+            self.changelog_retain_max.unwrap_or(self.retain_max),
+            self.changelog_time_retained_ms.unwrap_or(self.time_retained_ms),
+        )
+    }
+
+    /// Whether changes are kept longer than snapshots (Java's `isChangelogDecoupled`).
+    pub(crate) fn changelog_decoupled(&self) -> bool {
+        let (min, max, time) = self.changelog();
+        max > self.retain_max || min > self.retain_min || time > self.time_retained_ms
     }
 }
 
@@ -129,16 +169,30 @@ pub(crate) async fn expire_older_than(
     Expiration {
         meta,
         files: TableFiles::new(meta, schema)?,
+        decoupled: options.changelog_decoupled(),
+        produces_changelog: produces_changelog(schema),
     }
     .run(earliest, end)
     .await?;
     Ok((end - earliest) as usize)
 }
 
+/// Whether the table writes changelog files (`changelog-producer` other than `none`).
+pub(super) fn produces_changelog(schema: &TableSchema) -> bool {
+    schema
+        .options
+        .get("changelog-producer")
+        .is_some_and(|p| !p.trim().eq_ignore_ascii_case("none"))
+}
+
 /// The oldest snapshot a live consumer still needs: the one before its `nextSnapshot` (a tailing
 /// read of a `none` table rebuilds its normalize state from it when it resumes). Consumers
 /// whose file is older than `consumer.expiration-time` are removed instead (Paimon).
-async fn oldest_consumer_need(meta: &TableMeta, schema: &TableSchema, now_ms: i64) -> Result<Option<i64>> {
+pub(super) async fn oldest_consumer_need(
+    meta: &TableMeta,
+    schema: &TableSchema,
+    now_ms: i64,
+) -> Result<Option<i64>> {
     let expiration = match schema.options.get("consumer.expiration-time") {
         None => None,
         Some(v) => Some(parse_duration_ms(v).ok_or_else(|| {
@@ -166,6 +220,9 @@ async fn oldest_consumer_need(meta: &TableMeta, schema: &TableSchema, now_ms: i6
 struct Expiration<'a> {
     meta: &'a TableMeta,
     files: TableFiles<'a>,
+    /// Changes outlive snapshots: see the module comment.
+    decoupled: bool,
+    produces_changelog: bool,
 }
 
 impl Expiration<'_> {
@@ -188,12 +245,21 @@ impl Expiration<'_> {
         // What the expiring snapshots leave behind (read before anything is deleted).
         let mut data_files: Vec<String> = Vec::new();
         let mut drop = Referenced::default();
+        // Decoupled: the changelog lists (and without a producer the data lists) stay for the
+        // long-lived changelog.
+        let data_lists = !self.decoupled || self.produces_changelog;
         for snapshot in expiring {
-            self.files.collect(snapshot, &mut drop).await?;
-            for e in meta.changelog_entries(snapshot).await? {
-                data_files.extend(self.files.data_path(&e)?);
+            self.files
+                .collect_parts(snapshot, data_lists, !self.decoupled, &mut drop)
+                .await?;
+            if !self.decoupled {
+                for e in meta.changelog_entries(snapshot).await? {
+                    data_files.extend(self.files.data_path(&e)?);
+                }
             }
         }
+        // Without a producer, the changes of a long-lived changelog are its APPEND files.
+        let keeps_append_files = self.decoupled && !self.produces_changelog;
         // A file a snapshot's delta DELETEs is used by no later snapshot: look at (E, end].
         for snapshot in &snapshots[1..] {
             let delta = meta.delta_entries(snapshot).await?;
@@ -203,12 +269,16 @@ impl Expiration<'_> {
                 .map(|e| e.file.file_name.as_str())
                 .collect();
             for e in delta.iter().filter(|e| e.kind == FileKind::Delete) {
-                if !re_added.contains(e.file.file_name.as_str()) {
+                let appended = e.file.file_source.unwrap_or(0) == 0;
+                if !re_added.contains(e.file.file_name.as_str()) && !(keeps_append_files && appended) {
                     data_files.extend(self.files.data_path(e)?);
                 }
             }
         }
-        for id in earliest..end {
+        for (id, snapshot) in (earliest..end).zip(expiring) {
+            if self.decoupled {
+                meta.write_long_lived_changelog(snapshot).await?;
+            }
             meta.io().delete(&paths::snapshot_file(id)).await?;
             let _ = meta
                 .io()
@@ -251,12 +321,31 @@ mod tests {
                 retain_min: 10,
                 retain_max: i32::MAX as i64,
                 time_retained_ms: 3_600_000,
-                limit: 50
+                limit: 50,
+                changelog_retain_min: None,
+                changelog_retain_max: None,
+                changelog_time_retained_ms: None,
             }
         );
         let mut m = BTreeMap::new();
         m.insert("snapshot.num-retained.max".into(), "3".into());
         m.insert("snapshot.num-retained.min".into(), "5".into());
         assert!(ExpireOptions::parse("t", &m).is_err());
+        assert!(!o.changelog_decoupled());
+    }
+
+    #[test]
+    fn changelog_retention_beyond_snapshots_is_decoupled() {
+        let mut m = BTreeMap::new();
+        m.insert("snapshot.num-retained.max".into(), "20".into());
+        m.insert("changelog.num-retained.max".into(), "100".into());
+        let o = ExpireOptions::parse("t", &m).unwrap();
+        assert_eq!(o.changelog(), (10, 100, 3_600_000));
+        assert!(o.changelog_decoupled());
+        m.insert("changelog.num-retained.max".into(), "20".into());
+        m.insert("changelog.time-retained".into(), "2 h".into());
+        assert!(ExpireOptions::parse("t", &m).unwrap().changelog_decoupled());
+        m.insert("changelog.time-retained".into(), "1 h".into());
+        assert!(!ExpireOptions::parse("t", &m).unwrap().changelog_decoupled());
     }
 }

@@ -35,13 +35,32 @@ impl<'a> TableFiles<'a> {
 
     /// Adds the manifest lists, manifests, index manifest and index files of `snapshot`.
     pub(super) async fn collect(&self, snapshot: &Snapshot, into: &mut Referenced) -> Result<()> {
+        self.collect_parts(snapshot, true, true, into).await
+    }
+
+    /// Like [`Self::collect`], with the base and delta lists only if `data_lists` and the
+    /// changelog list only if `changelog_list`. Lists that no longer exist are skipped (a
+    /// long-lived changelog's data lists may be gone with its snapshot).
+    pub(super) async fn collect_parts(
+        &self,
+        snapshot: &Snapshot,
+        data_lists: bool,
+        changelog_list: bool,
+        into: &mut Referenced,
+    ) -> Result<()> {
         let meta = self.meta;
-        let mut lists = vec![
-            snapshot.base_manifest_list.clone(),
-            snapshot.delta_manifest_list.clone(),
-        ];
-        lists.extend(snapshot.changelog_manifest_list.clone());
+        let mut lists = vec![];
+        if data_lists {
+            lists.push(snapshot.base_manifest_list.clone());
+            lists.push(snapshot.delta_manifest_list.clone());
+        }
+        if changelog_list {
+            lists.extend(snapshot.changelog_manifest_list.clone());
+        }
         for list in lists {
+            if !meta.io().exists(&paths::manifest_file(&list)).await? {
+                continue;
+            }
             for m in meta.manifest_list(&list).await? {
                 into.manifests.insert(m.file_name);
             }

@@ -2,7 +2,8 @@
 //!
 //! * [`expire`]: snapshot expiration by `snapshot.num-retained.*`, `snapshot.time-retained` and
 //!   `snapshot.expire.limit`, after every commit and from `CALL sys.expire_snapshots`.
-//!
+//! * [`changelog_expire`]: long-lived changelogs (`changelog.num-retained.*`,
+//!   `changelog.time-retained`), after snapshot expiration.
 //! * [`partitions`]: partition expiration (`partition.expiration-time`, `sys.expire_partitions`).
 //! * [`orphans`]: `sys.remove_orphan_files`.
 //! * [`tags`]: `sys.create_tag`, `sys.delete_tag`, `sys.rollback_to`.
@@ -12,6 +13,7 @@
 //! writing the snapshot's base manifest list.
 
 pub(crate) mod auto_tags;
+pub(crate) mod changelog_expire;
 pub(crate) mod expire;
 mod files;
 pub(crate) mod orphans;

@@ -72,6 +72,62 @@ impl TableMeta {
         Ok(best)
     }
 
+    /// Ids of the long-lived changelogs (`changelog/changelog-<id>`), ascending.
+    pub(crate) async fn long_lived_changelog_ids(&self) -> Result<Vec<i64>> {
+        let mut ids: Vec<i64> = self
+            .io
+            .list_files("changelog")
+            .await?
+            .iter()
+            .filter_map(|n| n.strip_prefix("changelog-")?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    /// The earliest snapshot whose changes can still be read: the earliest long-lived changelog
+    /// where the changelog outlives snapshots, else the earliest snapshot.
+    pub(crate) async fn earliest_changes_id(&self) -> Result<Option<i64>> {
+        let earliest = self.earliest_snapshot_id().await?;
+        let changelog = self.long_lived_changelog_ids().await?.first().copied();
+        Ok(match (earliest, changelog) {
+            (Some(s), Some(c)) => Some(s.min(c)),
+            (s, c) => s.or(c),
+        })
+    }
+
+    /// Snapshot `id`, or its long-lived changelog once the snapshot has expired: what a read
+    /// of changes needs (never for time travel, whose snapshot must exist).
+    pub(crate) async fn snapshot_or_changelog(&self, id: i64) -> Result<Snapshot> {
+        match self.snapshot(id).await {
+            Err(Error::NotFound { .. }) if self.io.exists(&paths::changelog_file(id)).await? => {
+                self.long_lived_changelog(id).await
+            }
+            other => other,
+        }
+    }
+
+    /// The long-lived changelog of snapshot `id`: the expired snapshot's JSON.
+    pub(crate) async fn long_lived_changelog(&self, id: i64) -> Result<Snapshot> {
+        let file = paths::changelog_file(id);
+        let bytes = self.io.read(&file, "long-lived changelog").await?;
+        Snapshot::from_json(&bytes, &self.io.display(&file))
+    }
+
+    /// Keeps `snapshot` as a long-lived changelog (before its snapshot file is deleted) and
+    /// moves the `changelog/LATEST` hint to it.
+    pub(crate) async fn write_long_lived_changelog(&self, snapshot: &Snapshot) -> Result<()> {
+        self.io
+            .write(
+                &paths::changelog_file(snapshot.id),
+                snapshot.to_json().into_bytes(),
+            )
+            .await?;
+        self.io
+            .write("changelog/LATEST", snapshot.id.to_string().into_bytes())
+            .await
+    }
+
     /// The tag with this name.
     pub(crate) async fn tag(&self, name: &str) -> Result<Tag> {
         let file = paths::tag_file(name);

@@ -13,6 +13,11 @@ pub fn snapshot_file(id: i64) -> String {
 }
 
 /// `tag/tag-<name>`.
+/// Long-lived changelog metadata of snapshot `id` (format.md §3.6).
+pub fn changelog_file(id: i64) -> String {
+    format!("changelog/changelog-{id}")
+}
+
 pub fn tag_file(name: &str) -> String {
     format!("tag/tag-{name}")
 }

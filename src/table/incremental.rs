@@ -202,12 +202,18 @@ impl Resolver<'_> {
         if start == end {
             return Ok(IncrementalRange::empty(start, end, self.mode));
         }
-        if start < earliest - 1 || end > latest {
+        // Changes (not a diff) can also come from long-lived changelogs of expired snapshots.
+        let first = if self.mode == ChangeMode::Diff {
+            earliest
+        } else {
+            self.meta.earliest_changes_id().await?.unwrap_or(earliest)
+        };
+        if start < first - 1 || end > latest {
             return plan_err!(
                 "Option '{INCREMENTAL_BETWEEN}' of table {}: snapshot range ({start}, {end}] is out of the \
                  available range: the start must be >= {} and the end <= {latest}",
                 self.table,
-                earliest - 1
+                first - 1
             );
         }
         self.range(start, end, earliest, false).await

@@ -34,6 +34,7 @@ use crate::compact::{CompactSettings, Compaction};
 use crate::dynamic_bucket::{AssignOptions, BucketAssigner};
 use crate::io::write_data_file;
 use crate::maintenance::auto_tags::{self, AutoTags};
+use crate::maintenance::changelog_expire::expire_changelogs;
 use crate::maintenance::expire::{expire_snapshots, parse_duration_ms, ExpireOptions};
 use crate::maintenance::partitions::{expire_partitions, PartitionTime};
 use crate::merge::reduce::{GroupReducer, RetractPolicy};
@@ -708,6 +709,7 @@ impl DataSink for PaimonSink {
                 let options = ExpireOptions::parse(&self.table, &self.schema.options)?;
                 let now = chrono::Utc::now().timestamp_millis();
                 expire_snapshots(&self.meta, &self.schema, options, now).await?;
+                expire_changelogs(&self.meta, &self.schema, options, now).await?;
                 if let Some(auto) = AutoTags::parse(&self.table, &self.schema.options)? {
                     auto_tags::run(&self.meta, &self.table, &auto, &self.schema.options).await?;
                 }

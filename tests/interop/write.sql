@@ -417,3 +417,20 @@ CREATE TABLE interop.cross_partition (
 INSERT INTO interop.cross_partition VALUES (1, 'a', 'one'), (2, 'a', 'two'), (3, 'b', 'three');
 INSERT INTO interop.cross_partition VALUES (1, 'b', 'one-b'), (4, 'b', 'four');
 DELETE FROM interop.cross_partition WHERE id = 2;
+
+----------------------------------------------------------------------------------------------------
+-- Long-lived changelog: snapshots expire after 2, changelogs after 4 (changelog/changelog-<id>)
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.long_lived_changelog (
+    k INT,
+    v STRING,
+    PRIMARY KEY (k) NOT ENFORCED
+) WITH ('bucket' = '1', 'changelog-producer' = 'input', 'snapshot.num-retained.min' = '1',
+        'snapshot.num-retained.max' = '2', 'changelog.num-retained.max' = '4');
+
+INSERT INTO interop.long_lived_changelog VALUES (1, 'a');
+INSERT INTO interop.long_lived_changelog VALUES (2, 'b');
+INSERT INTO interop.long_lived_changelog VALUES (1, 'A');
+DELETE FROM interop.long_lived_changelog WHERE k = 2;
+INSERT INTO interop.long_lived_changelog VALUES (3, 'c');
+INSERT INTO interop.long_lived_changelog VALUES (4, 'd');

@@ -124,7 +124,8 @@ async fn plan_raw(req: &IncrementalPlanRequest<'_>, mode: ChangeMode) -> Result<
     // Snapshots and their manifests are read a few at a time, results in commit order.
     let per_snapshot: Vec<(Snapshot, Vec<ManifestEntry>)> = futures::stream::iter(ids)
         .map(|id| async move {
-            let snapshot = req.meta.snapshot(id).await?;
+            // An expired snapshot's changes may live on as a long-lived changelog.
+            let snapshot = req.meta.snapshot_or_changelog(id).await?;
             let entries = match (counts(&snapshot, mode), mode) {
                 (false, _) => vec![],
                 (true, ChangeMode::Delta) => req.meta.delta_entries(&snapshot).await?,
