@@ -270,7 +270,9 @@ impl Expiration<'_> {
                 .collect();
             for e in delta.iter().filter(|e| e.kind == FileKind::Delete) {
                 let appended = e.file.file_source.unwrap_or(0) == 0;
-                if !re_added.contains(e.file.file_name.as_str()) && !(keeps_append_files && appended) {
+                let still_needed =
+                    re_added.contains(e.file.file_name.as_str()) || (keeps_append_files && appended);
+                if !still_needed {
                     data_files.extend(self.files.data_path(e)?);
                 }
             }

@@ -5,7 +5,7 @@
 //! * [`changelog_expire`]: long-lived changelogs (`changelog.num-retained.*`,
 //!   `changelog.time-retained`), after snapshot expiration.
 //! * [`partitions`]: partition expiration (`partition.expiration-time`, `sys.expire_partitions`).
-//! * [`orphans`]: `sys.remove_orphan_files`.
+//! * [`orphans`]: orphan file removal (`sys.remove_orphan_files`).
 //! * [`tags`]: `sys.create_tag`, `sys.delete_tag`, `sys.rollback_to`.
 //! * [`auto_tags`]: `tag.automatic-creation` and `tag.num-retained-max`, after every commit.
 //!
