@@ -510,9 +510,8 @@ impl Bitmap32 {
             .collect()
     }
 
-    /// Java `RoaringBitmap.bitmapOf` (tests): an array container per high part, a bitmap
-    /// container above 4096 values (what adding the values one by one gives).
-    #[cfg(test)]
+    /// Java `RoaringBitmap.bitmapOf`: an array container per high part, a bitmap container
+    /// above 4096 values (what adding the values one by one gives).
     pub(crate) fn of(values: &[u32]) -> Self {
         let mut sorted = values.to_vec();
         sorted.sort_unstable();

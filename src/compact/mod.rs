@@ -11,6 +11,7 @@
 //!
 //! `CALL sys.compact` runs a full compaction of every bucket (or of some partitions).
 
+mod deletion_vectors;
 mod key_chunks;
 mod levels;
 mod lookup;
@@ -24,6 +25,7 @@ use std::sync::Arc;
 use datafusion::common::Result;
 use datafusion::execution::memory_pool::MemoryPool;
 
+use self::deletion_vectors::IndexChange;
 use self::levels::{pick_force_level0, pick_universal, sorted_runs, Pick};
 pub(crate) use self::settings::{CompactSettings, Producer};
 use self::unit::{BucketCompaction, UnitResult};
@@ -76,10 +78,9 @@ impl Compaction<'_> {
         if settings.write_only || written.is_empty() || !self.schema.has_primary_key() {
             return Ok(None);
         }
-        // Deletion-vector tables are read by Java without merging levels (semantics.md §10).
-        // This writer maintains no deletion vectors, so it keeps each written bucket a single
-        // top-level run instead, which every reader reads correctly.
-        let strategy = if settings.deletion_vectors || self.full_compaction_due(&settings).await? {
+        // Deletion-vector tables compact level 0 by lookup (forced pick), marking the rows
+        // the new versions replace in their files' deletion vectors (semantics.md §10).
+        let strategy = if self.full_compaction_due(&settings).await? {
             Strategy::Full
         } else {
             Strategy::AfterWrite
@@ -118,7 +119,12 @@ impl Compaction<'_> {
         let live = self.meta.live_files(&latest, |_| true).await?;
         // Files written with deletion vectors (by Java Paimon) are read without their deleted rows.
         let deletion_vectors = self.meta.deletion_vectors(&latest).await?;
+        let index_entries = match &latest.index_manifest {
+            Some(name) => self.meta.index_manifest(name).await?,
+            None => vec![],
+        };
         let mut result = UnitResult::default();
+        let (mut index_added, mut index_removed) = (vec![], vec![]);
         for (group, entries) in &live.groups {
             // Postpone files are moved to real buckets by `assign_postponed`, never merged.
             if entries.is_empty()
@@ -161,6 +167,28 @@ impl Compaction<'_> {
                 pool: &self.pool,
             };
             let unit = bucket.run(&runs, pick).await?;
+            if settings.deletion_vectors {
+                let had_index = index_entries.iter().any(|e| {
+                    e.kind == crate::spec::FileKind::Add
+                        && e.index_type == crate::deletion_vector::DELETION_VECTORS_INDEX
+                        && e.partition == group.0
+                        && e.bucket == group.1
+                });
+                let change = deletion_vectors::bucket_vectors(
+                    self.meta,
+                    group,
+                    entries,
+                    &deletion_vectors,
+                    had_index,
+                    &unit,
+                )
+                .await?;
+                match change {
+                    Some(IndexChange::Replace(entry)) => index_added.push(entry),
+                    Some(IndexChange::Remove(entry)) => index_removed.push(entry),
+                    None => {}
+                }
+            }
             result.before.extend(unit.before);
             result.after.extend(unit.after);
             result.changelog.extend(unit.changelog);
@@ -168,15 +196,21 @@ impl Compaction<'_> {
         if result.before.is_empty() && result.changelog.is_empty() {
             return Ok(None);
         }
-        let written: Vec<String> = result
+        let mut written: Vec<String> = result
             .after
             .iter()
             .chain(&result.changelog)
             .filter(|e| !result.before.iter().any(|b| b.file.file_name == e.file.file_name))
             .map(|e| self.file_path(e, &options))
             .collect::<Result<_>>()?;
+        written.extend(
+            index_added
+                .iter()
+                .map(|e: &crate::spec::IndexManifestEntry| paths::index_file(&e.file_name)),
+        );
         let request = CommitRequest {
-            index_added: vec![],
+            index_added,
+            index_removed,
             added: result.after,
             overwrite: OverwriteScope::None,
             partition_types: self.schema.partition_types(),

@@ -113,6 +113,7 @@ impl Compaction<'_> {
         }
         let request = CommitRequest {
             index_added: vec![],
+            index_removed: vec![],
             added,
             overwrite: OverwriteScope::None,
             partition_types: self.schema.partition_types(),

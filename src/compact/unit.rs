@@ -9,6 +9,7 @@
 //! single-run files one by one (levels and record counters are size-dependent in Paimon
 //! anyway, §5.3); the changelog rows do not depend on it.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, Int8Array, RecordBatch, UInt32Array};
@@ -24,7 +25,7 @@ use super::key_chunks::{ChunkSource, KeyChunks, Records};
 use super::levels::{Pick, Run};
 use super::lookup::{self, LookupFile};
 use super::settings::{CompactSettings, Producer};
-use crate::deletion_vector::DeletionVectorIndex;
+use crate::deletion_vector::{DeletionVector, DeletionVectorIndex};
 use crate::io::{DataFileRows, RollingFileWriter};
 use crate::merge::{is_retract, MergeEngineSpec};
 use crate::meta::{PartitionBucket, TableMeta};
@@ -40,6 +41,9 @@ pub(crate) struct UnitResult {
     pub before: Vec<ManifestEntry>,
     pub after: Vec<ManifestEntry>,
     pub changelog: Vec<ManifestEntry>,
+    /// Deletion-vector tables: rows of files outside the unit that the unit's new versions
+    /// replace (data file name -> positions), to add to those files' deletion vectors.
+    pub deleted_rows: BTreeMap<String, Vec<u64>>,
 }
 
 /// Which changelog the unit produces.
@@ -79,17 +83,42 @@ const CHUNK_ROWS: usize = 65_536;
 struct ChunkMerge<'a> {
     engine: &'a MergeEngineSpec,
     converter: &'a RowConverter,
-    lookup_files: &'a [Arc<LookupFile>],
+    lookup_files: &'a [LookupSource],
     layout: &'a Arc<ReadLayout>,
     mode: ChangelogMode,
     drop_delete: bool,
     write_data: bool,
+    /// Whether the table's producer wants this unit's changelog.
+    emit_changelog: bool,
+    /// Deletion-vector tables: mark the looked-up old rows deleted.
+    mark_deletions: bool,
 }
 
 /// The output of one chunk (full layout): data rows and changelog rows.
 struct MergedChunk {
     data: Option<RecordBatch>,
     changelog: Option<RecordBatch>,
+    /// `(index into the lookup files, row position)` of old rows replaced by this chunk.
+    deletions: Vec<(usize, usize)>,
+}
+
+/// A higher-level file searched for old values, with its deletion vector at the compacted
+/// snapshot: a key whose row it masks is not in this file any more.
+struct LookupSource {
+    file: Arc<LookupFile>,
+    name: String,
+    deleted: Option<DeletionVector>,
+}
+
+impl LookupSource {
+    /// The live row (its position in the file) holding `key`.
+    fn live(&self, key: &[u8]) -> Option<usize> {
+        let row = self.file.get(key)?;
+        match &self.deleted {
+            Some(dv) if dv.positions().binary_search(&(row as u64)).is_ok() => None,
+            _ => Some(row),
+        }
+    }
 }
 
 /// How one key's output row and changelog are formed, as `(source, row)` indices into the
@@ -151,6 +180,7 @@ impl BucketCompaction<'_> {
         &self,
         entry: &ManifestEntry,
         layout: &Arc<ReadLayout>,
+        apply_deletions: bool,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let file = &entry.file;
         let path = match &file.external_path {
@@ -166,7 +196,11 @@ impl BucketCompaction<'_> {
                 path,
                 size: file.file_size as u64,
                 need_sequence: true,
-                deletion: self.deletion_vectors.get(&file.file_name).cloned(),
+                deletion: if apply_deletions {
+                    self.deletion_vectors.get(&file.file_name).cloned()
+                } else {
+                    None
+                },
             },
             file_schema,
             Arc::clone(layout),
@@ -176,9 +210,14 @@ impl BucketCompaction<'_> {
         Ok(stream.boxed())
     }
 
-    /// Reads a whole data file in the full layout.
-    async fn read(&self, entry: &ManifestEntry, layout: &Arc<ReadLayout>) -> Result<RecordBatch> {
-        let batches: Vec<RecordBatch> = self.file_stream(entry, layout).await?.try_collect().await?;
+    /// Reads a whole data file in the full layout, deleted rows included: row i is the file's
+    /// position i.
+    async fn read_all_rows(&self, entry: &ManifestEntry, layout: &Arc<ReadLayout>) -> Result<RecordBatch> {
+        let batches: Vec<RecordBatch> = self
+            .file_stream(entry, layout, false)
+            .await?
+            .try_collect()
+            .await?;
         Ok(concat_batches(&layout.schema, &batches)?)
     }
 
@@ -204,13 +243,15 @@ impl BucketCompaction<'_> {
             ChangelogMode::None
         };
         let highest = self.files.iter().map(|e| e.file.level).max().unwrap_or(0);
-        let drop_delete = output_level != 0 && output_level >= highest;
+        // Deletion-vector tables drop deletes at every level above 0: their readers do not
+        // merge levels, so a delete has nothing to cancel there (semantics.md §10).
+        let drop_delete = output_level != 0 && (output_level >= highest || settings.deletion_vectors);
 
         // A lone file moves up without a rewrite where Paimon does so (§5.3, §6.3).
         if let [single] = unit[..] {
             let may_have_deletes = single.file.delete_row_count != Some(0);
             let rewrite = match mode {
-                _ if output_level == max_level && may_have_deletes => true,
+                _ if (output_level == max_level || settings.deletion_vectors) && may_have_deletes => true,
                 ChangelogMode::Lookup if single.file.level == 0 => {
                     !(output_level == max_level
                         || (settings.engine == MergeEngine::Deduplicate && !settings.has_sequence_field))
@@ -237,15 +278,17 @@ impl BucketCompaction<'_> {
             before: vec![entry.clone()],
             after: vec![moved],
             changelog: vec![],
+            deleted_rows: BTreeMap::new(),
         };
-        if mode == ChangelogMode::None || self.settings.producer == Producer::None {
+        let wants_changelog = mode != ChangelogMode::None && self.settings.producer != Producer::None;
+        let marks_deletions = mode == ChangelogMode::Lookup && self.settings.deletion_vectors;
+        if !wants_changelog && !marks_deletions {
             return Ok(result);
         }
         // Same path as a rewrite, without writing data: the file itself is the data.
-        result.changelog = self
-            .rewrite(&[entry], output_level, mode, false, false)
-            .await?
-            .changelog;
+        let looked_up = self.rewrite(&[entry], output_level, mode, false, false).await?;
+        result.changelog = looked_up.changelog;
+        result.deleted_rows = looked_up.deleted_rows;
         Ok(result)
     }
 
@@ -277,7 +320,7 @@ impl BucketCompaction<'_> {
         let mut sources = Vec::with_capacity(unit.len());
         for entry in unit {
             sources.push(ChunkSource {
-                stream: self.file_stream(entry, &layout).await?,
+                stream: self.file_stream(entry, &layout, true).await?,
                 level: entry.file.level,
             });
         }
@@ -302,6 +345,12 @@ impl BucketCompaction<'_> {
             mode,
             drop_delete,
             write_data,
+            emit_changelog: match mode {
+                ChangelogMode::None => false,
+                ChangelogMode::Lookup => self.settings.producer == Producer::Lookup,
+                ChangelogMode::Full => self.settings.producer == Producer::FullCompaction,
+            },
+            mark_deletions: mode == ChangelogMode::Lookup && self.settings.deletion_vectors,
         };
         let io = self.meta.io();
         let target = self.settings.target_file_size;
@@ -315,8 +364,15 @@ impl BucketCompaction<'_> {
             true,
             target,
         );
+        let mut deleted_rows: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         while let Some(records) = chunks.next().await? {
             let merged = self.merge_chunk(&records, &merge)?;
+            for (file, row) in merged.deletions {
+                deleted_rows
+                    .entry(lookup_files[file].name.clone())
+                    .or_default()
+                    .push(row as u64);
+            }
             if let Some(rows) = merged.data {
                 data.write(&self.file_rows(&rows)?).await?;
             }
@@ -329,6 +385,7 @@ impl BucketCompaction<'_> {
             before: unit.iter().map(|e| (*e).clone()).collect(),
             after: self.entries(data.finish().await?),
             changelog: self.entries(changelog.finish().await?),
+            deleted_rows,
         })
     }
 
@@ -351,6 +408,7 @@ impl BucketCompaction<'_> {
         // Looked-up before-images are appended to the input records as extra rows:
         // `(index into lookup_files, row)`.
         let mut extra: Vec<(usize, usize)> = Vec::new();
+        let mut deletions: Vec<(usize, usize)> = Vec::new();
         let input_rows = records.batch.num_rows();
         let kinds = records
             .batch
@@ -432,9 +490,12 @@ impl BucketCompaction<'_> {
                     let hit = lookup_files
                         .iter()
                         .enumerate()
-                        .find_map(|(i, f)| f.get(key.as_ref()).map(|r| (i, r)));
+                        .find_map(|(i, f)| f.live(key.as_ref()).map(|r| (i, r)));
                     match hit {
                         Some(found) => {
+                            if merge.mark_deletions {
+                                deletions.push(found);
+                            }
                             extra.push(found);
                             (Some(input_rows + extra.len() - 1), true)
                         }
@@ -477,7 +538,7 @@ impl BucketCompaction<'_> {
                     kinds[b]
                 } else {
                     let (file, row) = extra[b - input_rows];
-                    kind_of(&lookup_files[file].batch, kind_column, row)
+                    kind_of(&lookup_files[file].file.batch, kind_column, row)
                 }
             };
             plans.push(KeyPlan {
@@ -492,7 +553,7 @@ impl BucketCompaction<'_> {
         let combined = if extra.is_empty() {
             records.batch.clone()
         } else {
-            let lookup_batches: Vec<&RecordBatch> = lookup_files.iter().map(|f| &f.batch).collect();
+            let lookup_batches: Vec<&RecordBatch> = lookup_files.iter().map(|f| &f.file.batch).collect();
             let looked_up = interleave_record_batch(&lookup_batches, &extra)?;
             concat_batches(&layout.schema, [&records.batch, &looked_up])?
         };
@@ -565,13 +626,17 @@ impl BucketCompaction<'_> {
         } else {
             Some(interleave_record_batch(&sources, &data_indices)?)
         };
-        let changelog = if changelog_indices.is_empty() {
+        let changelog = if changelog_indices.is_empty() || !merge.emit_changelog {
             None
         } else {
             let rows = interleave_record_batch(&sources, &changelog_indices)?;
             Some(with_kinds(&rows, kind_column, changelog_kinds)?)
         };
-        Ok(MergedChunk { data, changelog })
+        Ok(MergedChunk {
+            data,
+            changelog,
+            deletions,
+        })
     }
 
     /// The files a lookup searches, nearest level first: levels above `output_level` outside
@@ -583,7 +648,7 @@ impl BucketCompaction<'_> {
         converter: &RowConverter,
         key_columns: &[usize],
         layout: &Arc<ReadLayout>,
-    ) -> Result<Vec<Arc<LookupFile>>> {
+    ) -> Result<Vec<LookupSource>> {
         let mut candidates: Vec<&ManifestEntry> = self
             .files
             .iter()
@@ -604,16 +669,26 @@ impl BucketCompaction<'_> {
                 .io()
                 .path(&format!("{}/{}", self.dir, entry.file.file_name))
                 .to_string();
+            // Indexed with every row (positions are file positions; the cache outlives
+            // deletion vectors), masked by the file's current vector at lookup.
             let file = match lookup::cached(&path) {
                 Some(file) => file,
                 None => {
-                    let batch = self.read(entry, layout).await?;
+                    let batch = self.read_all_rows(entry, layout).await?;
                     let file = Arc::new(LookupFile::build(batch, converter, key_columns)?);
                     lookup::insert(path, Arc::clone(&file), max_bytes);
                     file
                 }
             };
-            files.push(file);
+            let deleted = match self.deletion_vectors.get(&entry.file.file_name) {
+                Some(dv) => Some(dv.load(self.meta.io().store()).await?),
+                None => None,
+            };
+            files.push(LookupSource {
+                file,
+                name: entry.file.file_name.clone(),
+                deleted,
+            });
         }
         Ok(files)
     }

@@ -13,7 +13,7 @@ use datafusion::common::{exec_datafusion_err, Result};
 use crate::bitmap::roaring::Bitmap32;
 
 /// Magic of a 32-bit bitmap, read big-endian.
-const MAGIC_32: u32 = 1_581_511_376;
+pub(super) const MAGIC_32: u32 = 1_581_511_376;
 /// Magic of a 64-bit bitmap, read little-endian.
 const MAGIC_64: u32 = 1_681_511_377;
 

@@ -6,10 +6,13 @@
 //!     read time: DvRef ─► byte range of index/<file> ─► DeletionVector ─► rows skipped
 //! ```
 //!
+//! Compaction of `deletion-vectors.enabled` tables writes new index files ([`encode_index_file`]).
+//!
 //! Planning only reads the index manifest; each vector is fetched when its data file is opened,
 //! so a scan that prunes a file never reads its vector.
 
 mod codec;
+mod write;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,6 +22,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 pub(crate) use codec::DeletionVector;
+pub(crate) use write::encode_index_file;
 
 use crate::io::FileIO;
 use crate::spec::{paths, FileKind, IndexManifestEntry};

@@ -145,6 +145,7 @@ pub(crate) async fn expire_partitions(
         compacted: vec![],
         changelog: vec![],
         index_added: vec![],
+        index_removed: vec![],
     };
     meta.commit(&request).await?;
     Ok(expired.into_keys().collect())

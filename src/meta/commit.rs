@@ -194,6 +194,9 @@ pub(crate) struct CommitRequest {
     /// Index files written with this commit. Each replaces the previous file of its
     /// (partition, bucket, index type) in the index manifest.
     pub(crate) index_added: Vec<IndexManifestEntry>,
+    /// Index files dropped without a replacement, matched by (partition, bucket, index type):
+    /// a bucket whose deletion vectors all went with their data files.
+    pub(crate) index_removed: Vec<IndexManifestEntry>,
 }
 
 /// Bounded retries when another writer wins the race for the next snapshot id.
@@ -209,6 +212,7 @@ impl TableMeta {
     pub(crate) async fn commit(&self, req: &CommitRequest) -> Result<Option<Snapshot>> {
         if req.added.is_empty()
             && req.index_added.is_empty()
+            && req.index_removed.is_empty()
             && req.compacted.is_empty()
             && req.changelog.is_empty()
             && req.overwrite == OverwriteScope::None
@@ -379,7 +383,10 @@ impl TableMeta {
     ) -> Result<Option<String>> {
         let previous_name = latest.and_then(|l| l.index_manifest.clone());
         let overwrites = req.overwrite != OverwriteScope::None;
-        if req.index_added.is_empty() && (!overwrites || previous_name.is_none()) {
+        if req.index_added.is_empty()
+            && req.index_removed.is_empty()
+            && (!overwrites || previous_name.is_none())
+        {
             return Ok(previous_name);
         }
         let previous = match &previous_name {
@@ -389,6 +396,7 @@ impl TableMeta {
         let replaced = |e: &IndexManifestEntry| {
             req.index_added
                 .iter()
+                .chain(&req.index_removed)
                 .any(|n| n.index_type == e.index_type && n.partition == e.partition && n.bucket == e.bucket)
         };
         let mut entries = Vec::with_capacity(previous.len() + req.index_added.len());

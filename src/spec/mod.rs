@@ -23,7 +23,8 @@ pub mod types;
 
 pub use binary_row::BinaryRow;
 pub use manifest::{
-    DataFileMeta, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats,
+    DataFileMeta, DeletionVectorRange, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta,
+    SimpleStats,
 };
 pub use options::{parse_memory_size, MergeEngine, TableOptions};
 pub use schema::TableSchema;

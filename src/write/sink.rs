@@ -675,6 +675,7 @@ impl DataSink for PaimonSink {
                 Some(a) => a.write_index_files(&self.meta).await?,
                 None => vec![],
             },
+            index_removed: vec![],
         };
         // Postpone files wait for `CALL sys.compact`: nothing compacts them after a write.
         let touched: BTreeSet<PartitionBucket> = request

@@ -434,3 +434,18 @@ INSERT INTO interop.long_lived_changelog VALUES (1, 'A');
 DELETE FROM interop.long_lived_changelog WHERE k = 2;
 INSERT INTO interop.long_lived_changelog VALUES (3, 'c');
 INSERT INTO interop.long_lived_changelog VALUES (4, 'd');
+
+----------------------------------------------------------------------------------------------------
+-- Deletion vectors written by lookup compaction: replaced rows masked in higher levels
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.dv_pk (
+    k INT,
+    v STRING,
+    PRIMARY KEY (k) NOT ENFORCED
+) WITH ('bucket' = '2', 'deletion-vectors.enabled' = 'true');
+
+INSERT INTO interop.dv_pk VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd'), (5, 'e');
+INSERT INTO interop.dv_pk VALUES (1, 'A'), (4, 'D');
+INSERT INTO interop.dv_pk VALUES (2, 'B'), (6, 'f');
+DELETE FROM interop.dv_pk WHERE k = 3;
+INSERT INTO interop.dv_pk VALUES (1, 'AA');
