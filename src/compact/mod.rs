@@ -11,6 +11,7 @@
 //!
 //! `CALL sys.compact` runs a full compaction of every bucket (or of some partitions).
 
+mod changelog_rows;
 mod deletion_vectors;
 mod key_chunks;
 mod levels;

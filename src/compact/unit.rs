@@ -12,15 +12,16 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, Int8Array, RecordBatch, UInt32Array};
+use arrow::array::{AsArray, RecordBatch, UInt32Array};
 use arrow::compute::{concat_batches, interleave_record_batch};
 use arrow::datatypes::{Int8Type, SchemaRef};
-use arrow::row::{RowConverter, Rows, SortField};
+use arrow::row::{RowConverter, SortField};
 use datafusion::common::{exec_datafusion_err, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
+use super::changelog_rows::{with_kinds, RowEquality};
 use super::key_chunks::{ChunkSource, KeyChunks, Records};
 use super::levels::{Pick, Run};
 use super::lookup::{self, LookupFile};
@@ -742,58 +743,4 @@ fn seq_of(batch: &RecordBatch, seq_column: usize, row: usize) -> i64 {
 
 fn kind_of(batch: &RecordBatch, kind_column: usize, row: usize) -> i8 {
     batch.column(kind_column).as_primitive::<Int8Type>().value(row)
-}
-
-/// Replaces the `_VALUE_KIND` column.
-fn with_kinds(batch: &RecordBatch, kind_column: usize, kinds: Vec<i8>) -> Result<RecordBatch> {
-    let mut columns: Vec<ArrayRef> = batch.columns().to_vec();
-    columns[kind_column] = Arc::new(Int8Array::from(kinds));
-    Ok(RecordBatch::try_new(batch.schema(), columns)?)
-}
-
-/// Equality of table values (the full row, kinds not compared, ignoring
-/// `changelog-producer.row-deduplicate-ignore-fields`) between rows of two batches.
-struct RowEquality {
-    rows: Option<[Rows; 2]>,
-}
-
-impl RowEquality {
-    fn new(a: &RecordBatch, b: &RecordBatch, schema: &TableSchema, ignore: &[String]) -> Result<Self> {
-        let columns: Vec<usize> = schema
-            .fields
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| !ignore.contains(&f.name))
-            .map(|(i, _)| i)
-            .collect();
-        let fields: Vec<SortField> = columns
-            .iter()
-            .map(|&c| SortField::new(a.column(c).data_type().clone()))
-            .collect();
-        // Types the row format cannot encode make every pair "different" (a -U/+U is emitted).
-        let Ok(converter) = RowConverter::new(fields) else {
-            return Ok(RowEquality { rows: None });
-        };
-        let convert = |batch: &RecordBatch| {
-            converter.convert_columns(
-                &columns
-                    .iter()
-                    .map(|&c| Arc::clone(batch.column(c)))
-                    .collect::<Vec<_>>(),
-            )
-        };
-        Ok(RowEquality {
-            rows: match (convert(a), convert(b)) {
-                (Ok(x), Ok(y)) => Some([x, y]),
-                _ => None,
-            },
-        })
-    }
-
-    fn eq(&self, (sa, ra): (usize, usize), (sb, rb): (usize, usize)) -> bool {
-        match &self.rows {
-            Some(rows) => rows[sa].row(ra) == rows[sb].row(rb),
-            None => false,
-        }
-    }
 }
