@@ -28,6 +28,21 @@ pub(crate) async fn expire_changelogs(
     options: ExpireOptions,
     now_ms: i64,
 ) -> Result<usize> {
+    let (_, _, time_retained_ms) = options.changelog();
+    expire_changelogs_older_than(meta, schema, options, now_ms - time_retained_ms, false).await
+}
+
+/// Expiration with an explicit time threshold (`sys.expire_changelogs(older_than => …)`): a
+/// changelog goes only when it was committed before `older_than_ms`. `all` expires every
+/// long-lived changelog (`delete_all => true`).
+pub(crate) async fn expire_changelogs_older_than(
+    meta: &TableMeta,
+    schema: &TableSchema,
+    options: ExpireOptions,
+    older_than_ms: i64,
+    all: bool,
+) -> Result<usize> {
+    let now_ms = chrono::Utc::now().timestamp_millis();
     let changelogs = meta.long_lived_changelog_ids().await?;
     let (Some(&earliest), Some(&latest_changelog)) = (changelogs.first(), changelogs.last()) else {
         return Ok(0);
@@ -36,7 +51,7 @@ pub(crate) async fn expire_changelogs(
     let (Some(&earliest_snapshot), Some(&latest)) = (snapshots.first(), snapshots.last()) else {
         return Ok(0);
     };
-    let (retain_min, retain_max, time_retained_ms) = options.changelog();
+    let (retain_min, retain_max, _) = options.changelog();
     let min = (latest - retain_max + 1).max(earliest);
     let mut max_exclusive = (latest - retain_min + 1)
         .min(earliest + options.limit)
@@ -44,7 +59,7 @@ pub(crate) async fn expire_changelogs(
     if let Some(needed) = oldest_consumer_need(meta, schema, now_ms).await? {
         max_exclusive = max_exclusive.min(needed);
     }
-    let older_than = now_ms - time_retained_ms;
+    let older_than = older_than_ms;
     let mut end = max_exclusive;
     for id in min..=max_exclusive {
         if changelogs.binary_search(&id).is_ok()
@@ -53,6 +68,9 @@ pub(crate) async fn expire_changelogs(
             end = id;
             break;
         }
+    }
+    if all {
+        end = latest_changelog + 1;
     }
     if end <= earliest {
         return Ok(0);

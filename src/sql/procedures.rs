@@ -18,6 +18,7 @@ use super::ddl::parser::{DdlParser, ObjectRef};
 use super::PaimonSession;
 use crate::changelog::changelog_capability as changelog_capability_of;
 use crate::compact::{CompactScope, Compaction};
+use crate::maintenance::changelog_expire::expire_changelogs_older_than;
 use crate::maintenance::expire::{expire_older_than, ExpireOptions};
 use crate::maintenance::tags;
 
@@ -66,14 +67,21 @@ pub(crate) fn parse(p: &mut DdlParser) -> Result<Call> {
     Ok(Call { procedure, args })
 }
 
-/// A procedure argument: a string literal, or a number as Flink and Spark also accept
-/// (`sys.create_tag('db.t', 'tag', 1)`, `retain_max => 5`).
+/// A procedure argument: a string literal, or a number or boolean as Flink and Spark also
+/// accept (`sys.create_tag('db.t', 'tag', 1)`, `retain_max => 5`, `delete_all => true`).
 fn literal(p: &mut DdlParser) -> Result<String> {
     let negative = p.consume(&Token::Minus);
     if let Token::Number(n, _) = &p.peek().token {
         let n = n.clone();
         p.next_token();
         return Ok(if negative { format!("-{n}") } else { n });
+    }
+    if let Token::Word(w) = &p.peek().token {
+        let word = w.value.to_ascii_lowercase();
+        if !negative && w.quote_style.is_none() && (word == "true" || word == "false") {
+            p.next_token();
+            return Ok(word);
+        }
     }
     if negative {
         return p.expected("a number after '-'");
@@ -98,6 +106,12 @@ pub(crate) async fn execute(session: &PaimonSession, call: Call) -> Result<DataF
         "compact" => compact(session, &call).await?,
         "expire_snapshots" => {
             let expired = expire_snapshots_procedure(session, &call).await?;
+            let schema = Arc::new(Schema::new(vec![Field::new("result", DataType::Int64, false)]));
+            let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![expired as i64]))])?;
+            return session.context().read_batch(batch);
+        }
+        "expire_changelogs" => {
+            let expired = expire_changelogs_procedure(session, &call).await?;
             let schema = Arc::new(Schema::new(vec![Field::new("result", DataType::Int64, false)]));
             let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![expired as i64]))])?;
             return session.context().read_batch(batch);
@@ -154,6 +168,54 @@ async fn expire_snapshots_procedure(session: &PaimonSession, call: &Call) -> Res
     };
     let meta = session.catalog().table_meta(&name.database, &name.table);
     let expired = expire_older_than(&meta, &schema, options, older_than).await?;
+    session.catalog().refresh().await?;
+    Ok(expired)
+}
+
+/// `sys.expire_changelogs(table, retain_max, retain_min, older_than, max_deletes, delete_all)`:
+/// long-lived changelog expiration with the table's `changelog.*` retention, overridden by the
+/// arguments given; `delete_all => true` expires every long-lived changelog. Returns how many
+/// changelogs were expired.
+async fn expire_changelogs_procedure(session: &PaimonSession, call: &Call) -> Result<usize> {
+    let (name, schema) = procedure_table(session, call, "expire_changelogs").await?;
+    let mut options = ExpireOptions::parse(&name.to_string(), &schema.options)?;
+    let int = |arg: &str, position: usize| -> Result<Option<i64>> {
+        call.arg(arg, position)
+            .map(|v| {
+                v.trim().parse::<i64>().map_err(|_| {
+                    plan_datafusion_err!("sys.expire_changelogs: '{arg}' must be an integer, got '{v}'")
+                })
+            })
+            .transpose()
+    };
+    if let Some(max) = int("retain_max", 1)? {
+        options.changelog_retain_max = Some(max);
+    }
+    if let Some(min) = int("retain_min", 2)? {
+        options.changelog_retain_min = Some(min);
+    }
+    if let Some(limit) = int("max_deletes", 4)? {
+        options.limit = limit.max(1);
+    }
+    let (min, max, time_retained_ms) = options.changelog();
+    if min < 1 || max < min {
+        return plan_err!(
+            "sys.expire_changelogs: retain_min ({min}) must be at least 1 and at most retain_max ({max})"
+        );
+    }
+    let older_than = match call.arg("older_than", 3) {
+        None => chrono::Utc::now().timestamp_millis() - time_retained_ms,
+        Some(text) => parse_timestamp_ms(text)
+            .ok_or_else(|| plan_datafusion_err!("sys.expire_changelogs: invalid older_than '{text}': expected 'yyyy-MM-dd HH:mm:ss' or epoch millis"))?,
+    };
+    let all = match call.arg("delete_all", 5).map(|v| v.trim().to_ascii_lowercase()) {
+        None => false,
+        Some(v) if v == "true" => true,
+        Some(v) if v == "false" => false,
+        Some(v) => return plan_err!("sys.expire_changelogs: 'delete_all' must be true or false, got '{v}'"),
+    };
+    let meta = session.catalog().table_meta(&name.database, &name.table);
+    let expired = expire_changelogs_older_than(&meta, &schema, options, older_than, all).await?;
     session.catalog().refresh().await?;
     Ok(expired)
 }
