@@ -19,7 +19,7 @@ use datafusion::common::Result;
 use super::expire::{oldest_consumer_need, ExpireOptions};
 use super::files::{Referenced, TableFiles};
 use crate::meta::TableMeta;
-use crate::spec::{paths, FileKind, Snapshot, TableSchema};
+use crate::spec::{paths, Snapshot, TableSchema};
 
 /// Expires the long-lived changelogs `options` allows at `now_ms`; returns how many.
 pub(crate) async fn expire_changelogs(
@@ -115,17 +115,7 @@ pub(crate) async fn expire_changelogs_older_than(
             .exists(&paths::manifest_file(&changelog.delta_manifest_list))
             .await?
         {
-            let delta = meta.delta_entries(changelog).await?;
-            let re_added: HashSet<&str> = delta
-                .iter()
-                .filter(|e| e.kind == FileKind::Add)
-                .map(|e| e.file.file_name.as_str())
-                .collect();
-            for e in delta.iter().filter(|e| e.kind == FileKind::Delete) {
-                if !re_added.contains(e.file.file_name.as_str()) {
-                    data_files.extend(files.data_path(e)?);
-                }
-            }
+            data_files.extend(files.deleted_by_delta(changelog, |_| false).await?);
         }
         // Index manifests stay with snapshot expiration (Java's ChangelogDeletion).
         let mut lists = Referenced::default();

@@ -26,7 +26,7 @@ use datafusion::common::{exec_datafusion_err, exec_err, Result};
 
 use super::files::{Referenced, TableFiles};
 use crate::meta::TableMeta;
-use crate::spec::{paths, FileKind, Snapshot, TableSchema};
+use crate::spec::{paths, ManifestEntry, Snapshot, TableSchema};
 
 /// Retention settings (Paimon's defaults).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -262,20 +262,12 @@ impl Expiration<'_> {
         let keeps_append_files = self.decoupled && !self.produces_changelog;
         // A file a snapshot's delta DELETEs is used by no later snapshot: look at (E, end].
         for snapshot in &snapshots[1..] {
-            let delta = meta.delta_entries(snapshot).await?;
-            let re_added: HashSet<&str> = delta
-                .iter()
-                .filter(|e| e.kind == FileKind::Add)
-                .map(|e| e.file.file_name.as_str())
-                .collect();
-            for e in delta.iter().filter(|e| e.kind == FileKind::Delete) {
-                let appended = e.file.file_source.unwrap_or(0) == 0;
-                let still_needed =
-                    re_added.contains(e.file.file_name.as_str()) || (keeps_append_files && appended);
-                if !still_needed {
-                    data_files.extend(self.files.data_path(e)?);
-                }
-            }
+            let appended = |e: &ManifestEntry| e.file.file_source.unwrap_or(0) == 0;
+            let deleted = self
+                .files
+                .deleted_by_delta(snapshot, |e| keeps_append_files && appended(e))
+                .await?;
+            data_files.extend(deleted);
         }
         for (id, snapshot) in (earliest..end).zip(expiring) {
             if self.decoupled {

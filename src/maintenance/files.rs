@@ -77,6 +77,28 @@ impl<'a> TableFiles<'a> {
         Ok(())
     }
 
+    /// Paths of the data files `snapshot`'s delta deletes for good (not re-added at another
+    /// level in the same delta), except those `keep` selects. No later snapshot uses them.
+    pub(super) async fn deleted_by_delta(
+        &self,
+        snapshot: &Snapshot,
+        keep: impl Fn(&ManifestEntry) -> bool,
+    ) -> Result<Vec<String>> {
+        let delta = self.meta.delta_entries(snapshot).await?;
+        let re_added: HashSet<&str> = delta
+            .iter()
+            .filter(|e| e.kind == FileKind::Add)
+            .map(|e| e.file.file_name.as_str())
+            .collect();
+        let mut paths = Vec::new();
+        for e in delta.iter().filter(|e| e.kind == FileKind::Delete) {
+            if !re_added.contains(e.file.file_name.as_str()) && !keep(e) {
+                paths.extend(self.data_path(e)?);
+            }
+        }
+        Ok(paths)
+    }
+
     /// Path of a data or changelog file relative to the table root; None for files at an
     /// external path, which this expiration leaves in place.
     pub(super) fn data_path(&self, e: &ManifestEntry) -> Result<Option<String>> {

@@ -129,21 +129,24 @@ pub(crate) async fn execute(session: &PaimonSession, call: Call) -> Result<DataF
     session.context().read_batch(batch)
 }
 
+/// The integer argument named `arg` (or at `position`) of `sys.<procedure>`, if given.
+fn int_arg(call: &Call, procedure: &str, arg: &str, position: usize) -> Result<Option<i64>> {
+    call.arg(arg, position)
+        .map(|v| {
+            v.trim()
+                .parse::<i64>()
+                .map_err(|_| plan_datafusion_err!("sys.{procedure}: '{arg}' must be an integer, got '{v}'"))
+        })
+        .transpose()
+}
+
 /// `sys.expire_snapshots(table, retain_max, retain_min, older_than, max_deletes)`: the table's
 /// retention options, overridden by the arguments given; returns the number of expired
 /// snapshots. `older_than` is a local timestamp ('2024-01-01 12:00:00') or epoch millis.
 async fn expire_snapshots_procedure(session: &PaimonSession, call: &Call) -> Result<usize> {
     let (name, schema) = procedure_table(session, call, "expire_snapshots").await?;
     let mut options = ExpireOptions::parse(&name.to_string(), &schema.options)?;
-    let int = |arg: &str, position: usize| -> Result<Option<i64>> {
-        call.arg(arg, position)
-            .map(|v| {
-                v.trim().parse::<i64>().map_err(|_| {
-                    plan_datafusion_err!("sys.expire_snapshots: '{arg}' must be an integer, got '{v}'")
-                })
-            })
-            .transpose()
-    };
+    let int = |arg: &str, position: usize| int_arg(call, "expire_snapshots", arg, position);
     if let Some(max) = int("retain_max", 1)? {
         options.retain_max = max;
     }
@@ -179,15 +182,7 @@ async fn expire_snapshots_procedure(session: &PaimonSession, call: &Call) -> Res
 async fn expire_changelogs_procedure(session: &PaimonSession, call: &Call) -> Result<usize> {
     let (name, schema) = procedure_table(session, call, "expire_changelogs").await?;
     let mut options = ExpireOptions::parse(&name.to_string(), &schema.options)?;
-    let int = |arg: &str, position: usize| -> Result<Option<i64>> {
-        call.arg(arg, position)
-            .map(|v| {
-                v.trim().parse::<i64>().map_err(|_| {
-                    plan_datafusion_err!("sys.expire_changelogs: '{arg}' must be an integer, got '{v}'")
-                })
-            })
-            .transpose()
-    };
+    let int = |arg: &str, position: usize| int_arg(call, "expire_changelogs", arg, position);
     if let Some(max) = int("retain_max", 1)? {
         options.changelog_retain_max = Some(max);
     }
