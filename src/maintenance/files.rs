@@ -58,10 +58,12 @@ impl<'a> TableFiles<'a> {
             lists.extend(snapshot.changelog_manifest_list.clone());
         }
         for list in lists {
-            if !meta.io().exists(&paths::manifest_file(&list)).await? {
-                continue;
-            }
-            for m in meta.manifest_list(&list).await? {
+            // One read, no existence probe: expiration runs after every commit.
+            let metas = match meta.manifest_list(&list).await {
+                Err(crate::error::Error::NotFound { .. }) => continue,
+                other => other?,
+            };
+            for m in metas {
                 into.manifests.insert(m.file_name);
             }
             into.manifests.insert(list);
