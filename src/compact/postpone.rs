@@ -140,12 +140,12 @@ impl Compaction<'_> {
         );
         let layout = Arc::new(ReadLayout::new(self.schema.fields.clone(), true));
         let file_schema = self.meta.schema(entry.file.schema_id).await?;
-        let file = FileToRead {
-            path: self.meta.io().path(&format!("{dir}/{}", entry.file.file_name)),
-            size: entry.file.file_size as u64,
-            need_sequence: true,
-            deletion: None,
-        };
+        let file = FileToRead::whole(
+            self.meta.io().path(&format!("{dir}/{}", entry.file.file_name)),
+            entry.file.file_size as u64,
+            true,
+            None,
+        );
         let batches: Vec<RecordBatch> = read_file(
             Arc::clone(self.meta.io().store()),
             file,

@@ -193,16 +193,16 @@ impl BucketCompaction<'_> {
         let file_schema = self.meta.schema(file.schema_id).await?;
         let stream = read_file(
             Arc::clone(self.meta.io().store()),
-            FileToRead {
+            FileToRead::whole(
                 path,
-                size: file.file_size as u64,
-                need_sequence: true,
-                deletion: if apply_deletions {
+                file.file_size as u64,
+                true,
+                if apply_deletions {
                     self.deletion_vectors.get(&file.file_name).cloned()
                 } else {
                     None
                 },
-            },
+            ),
             file_schema,
             Arc::clone(layout),
             self.batch_size,

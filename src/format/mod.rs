@@ -23,6 +23,7 @@ mod parquet;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use ::parquet::file::metadata::ParquetMetaData;
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use datafusion::common::{exec_datafusion_err, plan_datafusion_err, Result};
@@ -262,11 +263,17 @@ enum Opened {
     Avro(avro::Opened),
 }
 
-/// Opens the data file at `path` (`size` bytes) in the format its name says.
-pub(crate) async fn open(store: Arc<dyn ObjectStore>, path: &Path, size: u64) -> Result<OpenedFile> {
+/// Opens the data file at `path` (`size` bytes) in the format its name says. With
+/// `with_page_index`, a Parquet file's page index is loaded too where it has one.
+pub(crate) async fn open(
+    store: Arc<dyn ObjectStore>,
+    path: &Path,
+    size: u64,
+    with_page_index: bool,
+) -> Result<OpenedFile> {
     let format = FileFormat::of_file(path.as_ref())?;
     let inner = match format {
-        FileFormat::Parquet => Opened::Parquet(parquet::open(store, path, size).await?),
+        FileFormat::Parquet => Opened::Parquet(parquet::open(store, path, size, with_page_index).await?),
         FileFormat::Orc => Opened::Orc(orc::open(store, path).await?),
         FileFormat::Avro => Opened::Avro(avro::open(store, path).await?),
     };
@@ -284,17 +291,28 @@ impl OpenedFile {
         &self.schema
     }
 
+    /// The Parquet footer (with the page index if loaded); `None` for other formats.
+    pub(crate) fn parquet_metadata(&self) -> Option<&Arc<ParquetMetaData>> {
+        match &self.inner {
+            Opened::Parquet(p) => Some(p.metadata()),
+            _ => None,
+        }
+    }
+
     /// The rows of the file except those `deleted` marks, with only `columns` (names of
     /// [`Self::schema`]; unknown names are skipped), in batches of at most `batch_size` rows.
+    /// `wanted` narrows the rows by position (ascending ranges): Parquet skips the others; ORC
+    /// and Avro, read whole, may return them anyway, so it is a hint, not a filter.
     pub(crate) fn read(
         self,
         columns: &[String],
         deleted: Option<&DeletionVector>,
+        wanted: Option<&[std::ops::Range<usize>]>,
         batch_size: usize,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let deleted = deleted.filter(|dv| !dv.is_empty());
         match self.inner {
-            Opened::Parquet(p) => p.read(columns, deleted, batch_size),
+            Opened::Parquet(p) => p.read(columns, deleted, wanted, batch_size),
             Opened::Orc(o) => o.read(columns, deleted, batch_size),
             Opened::Avro(a) => a.read(columns, deleted, batch_size),
         }

@@ -1,6 +1,7 @@
 //! Parquet data files: projection by root column and deletion vectors as the reader's row
 //! selection, so neither unread columns nor deleted rows are decoded.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
@@ -10,7 +11,7 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::ObjectStore;
-use parquet::arrow::arrow_reader::RowSelection;
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection};
 #[allow(
     deprecated,
     reason = "ParquetObjectReader still serves object_store 0.13; revisit with arrow-rs #10308"
@@ -19,6 +20,7 @@ use parquet::arrow::async_reader::ParquetObjectReader;
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, GzipLevel, ZstdLevel};
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 use parquet::file::properties::WriterProperties;
 
 use super::{FileFormat, WriteFormat};
@@ -71,10 +73,22 @@ pub(super) struct Opened {
     path: Path,
 }
 
-pub(super) async fn open(store: Arc<dyn ObjectStore>, path: &Path, size: u64) -> Result<Opened> {
+pub(super) async fn open(
+    store: Arc<dyn ObjectStore>,
+    path: &Path,
+    size: u64,
+    with_page_index: bool,
+) -> Result<Opened> {
     #[allow(deprecated, reason = "see the import")]
     let reader = ParquetObjectReader::new(store, path.clone()).with_file_size(size);
-    let builder = ParquetRecordBatchStreamBuilder::new(reader)
+    // The page index is optional: files written without one read by row groups.
+    let policy = if with_page_index {
+        PageIndexPolicy::Optional
+    } else {
+        PageIndexPolicy::Skip
+    };
+    let options = ArrowReaderOptions::new().with_page_index_policy(policy);
+    let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
         .await
         .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file {path}: {e}"))?;
     Ok(Opened {
@@ -88,10 +102,17 @@ impl Opened {
         Arc::clone(self.builder.schema())
     }
 
+    pub(super) fn metadata(&self) -> &Arc<ParquetMetaData> {
+        self.builder.metadata()
+    }
+
+    /// Reads `columns` of the rows in `wanted` (all rows if `None`) that `deleted` keeps.
+    /// Row groups none of whose rows are wanted are never fetched.
     pub(super) fn read(
         self,
         columns: &[String],
         deleted: Option<&DeletionVector>,
+        wanted: Option<&[Range<usize>]>,
         batch_size: usize,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let Opened { builder, path } = self;
@@ -101,11 +122,16 @@ impl Opened {
             .filter_map(|n| file_schema.index_of(n).ok())
             .collect();
         let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
-        let builder = match deleted {
-            Some(dv) => {
-                let rows = builder.metadata().file_metadata().num_rows().max(0) as u64;
-                let kept = dv.kept_row_ranges(rows).into_iter();
-                builder.with_row_selection(RowSelection::from_consecutive_ranges(kept, rows as usize))
+        let rows = builder.metadata().file_metadata().num_rows().max(0) as usize;
+        let kept = match (deleted, wanted) {
+            (None, None) => None,
+            (Some(dv), None) => Some(dv.kept_row_ranges(rows as u64)),
+            (None, Some(w)) => Some(w.to_vec()),
+            (Some(dv), Some(w)) => Some(intersect_ranges(&dv.kept_row_ranges(rows as u64), w)),
+        };
+        let builder = match kept {
+            Some(kept) => {
+                builder.with_row_selection(RowSelection::from_consecutive_ranges(kept.into_iter(), rows))
             }
             None => builder,
         };
@@ -117,5 +143,36 @@ impl Opened {
         Ok(stream
             .map_err(move |e| exec_datafusion_err!("Failed to read Parquet data file {path}: {e}"))
             .boxed())
+    }
+}
+
+/// The rows in both `a` and `b` (ascending, non-overlapping ranges), ascending.
+fn intersect_ranges(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    while i < a.len() && j < b.len() {
+        let start = a[i].start.max(b[j].start);
+        let end = a[i].end.min(b[j].end);
+        if start < end {
+            out.push(start..end);
+        }
+        if a[i].end <= b[j].end {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::intersect_ranges;
+
+    #[test]
+    fn intersection_of_row_ranges() {
+        assert_eq!(intersect_ranges(&[0..10, 20..30], &[5..25]), vec![5..10, 20..25]);
+        assert_eq!(intersect_ranges(&[0..10], &[10..20]), vec![]);
+        assert_eq!(intersect_ranges(&[0..3, 4..8], &[0..100]), vec![0..3, 4..8]);
     }
 }

@@ -24,6 +24,7 @@ use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 
 use super::file_read::ReadLayout;
+use super::row_selection::StatsPruning;
 use super::split::Split;
 use super::stream::partition_stream;
 use crate::io::FileIO;
@@ -69,6 +70,9 @@ pub(crate) struct ScanContext {
     /// input batches then carry it as a last column after the layout's.
     pub(crate) with_snapshot_id: bool,
     pub(crate) output_schema: SchemaRef,
+    /// Row groups and pages of Parquet files that the pushed-down predicate rules out are
+    /// skipped (`row_selection`).
+    pub(crate) pruning: Option<Arc<StatsPruning>>,
 }
 
 /// Merge-on-read scan of a Paimon table snapshot.
@@ -121,14 +125,24 @@ impl PaimonScanExec {
     fn split_summary(&self) -> String {
         let mut all: Vec<&Split> = self.partitions.iter().flatten().collect();
         all.sort_by(|a, b| {
+            let lower = |s: &Split| s.key_range.as_ref().and_then(|r| r.lower.clone());
             a.partition_path
                 .cmp(&b.partition_path)
                 .then(a.bucket.cmp(&b.bucket))
+                .then_with(|| match (lower(a), lower(b)) {
+                    (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
+                    (x, y) => x.is_some().cmp(&y.is_some()),
+                })
         });
         all.iter()
             .map(|s| {
+                let keys = s
+                    .key_range
+                    .as_ref()
+                    .map(|r| format!(" keys={}", r.display()))
+                    .unwrap_or_default();
                 format!(
-                    "{}bucket-{}: files={} runs={}",
+                    "{}bucket-{}{keys}: files={} runs={}",
                     s.partition_path,
                     s.bucket,
                     s.file_count(),

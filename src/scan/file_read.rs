@@ -15,6 +15,7 @@ use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::ObjectStore;
 
+use super::row_selection::{wanted_rows, KeyRange, StatsPruning};
 use crate::deletion_vector::DvRef;
 use crate::spec::{DataField, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
 
@@ -69,6 +70,24 @@ pub(crate) struct FileToRead {
     pub(crate) need_sequence: bool,
     /// Rows to skip (deletion vector), by position in the file.
     pub(crate) deletion: Option<DvRef>,
+    /// Row groups and pages that cannot match the pushed-down predicate are skipped.
+    pub(crate) pruning: Option<Arc<StatsPruning>>,
+    /// Only keys in this range are returned (one partition of a bucket).
+    pub(crate) key_range: Option<Arc<KeyRange>>,
+}
+
+impl FileToRead {
+    /// The whole file (minus `deletion`), with every column the layout asks for.
+    pub(crate) fn whole(path: Path, size: u64, need_sequence: bool, deletion: Option<DvRef>) -> Self {
+        FileToRead {
+            path,
+            size,
+            need_sequence,
+            deletion,
+            pruning: None,
+            key_range: None,
+        }
+    }
 }
 
 /// Where each output column comes from in one file.
@@ -93,8 +112,19 @@ pub(crate) async fn read_file(
         })?),
         None => None,
     };
-    let opened = crate::format::open(store, &file.path, file.size).await?;
+    let narrowed = file.pruning.is_some() || file.key_range.is_some();
+    let opened = crate::format::open(store, &file.path, file.size, narrowed).await?;
     let file_arrow = Arc::clone(opened.schema());
+    let rows_needed = match opened.parquet_metadata() {
+        Some(metadata) if narrowed => wanted_rows(
+            metadata,
+            &file_arrow,
+            &file_schema,
+            file.pruning.as_deref(),
+            file.key_range.as_deref(),
+        ),
+        _ => None,
+    };
     let by_id: HashMap<i32, &DataField> = file_schema.fields.iter().map(|f| (f.id, f)).collect();
 
     let sources: Vec<ColumnSource> = layout
@@ -130,10 +160,27 @@ pub(crate) async fn read_file(
             }
         }
     }
-    let stream = opened.read(&wanted, deleted.as_ref(), batch_size)?;
+    let stream = opened.read(&wanted, deleted.as_ref(), rows_needed.as_deref(), batch_size)?;
     let sources = Arc::new(sources);
+    // Pruning skipped whole pages; the range's bounds still cut through the pages kept.
+    let key_filter = match &file.key_range {
+        Some(range) => {
+            let column = layout
+                .fields
+                .iter()
+                .position(|f| f.id == range.field_id)
+                .ok_or_else(|| {
+                    exec_datafusion_err!("The key range of a read of {shown} needs its first key column")
+                })?;
+            Some((Arc::clone(range), column))
+        }
+        None => None,
+    };
     Ok(stream.and_then(move |batch| {
-        let out = adapt_batch(&batch, &sources, &layout);
+        let out = adapt_batch(&batch, &sources, &layout).and_then(|b| match &key_filter {
+            Some((range, column)) => range.filter(b, *column),
+            None => Ok(b),
+        });
         futures::future::ready(out)
     }))
 }

@@ -5,7 +5,9 @@ mod binlog;
 mod exec;
 mod file_read;
 pub(crate) mod incremental;
+mod parallel;
 mod plan;
+mod row_selection;
 mod split;
 mod stream;
 
@@ -14,6 +16,8 @@ pub use exec::PaimonScanExec;
 pub(crate) use exec::{ReadView, ScanContext};
 pub(crate) use file_read::{read_file, FileToRead, ReadLayout};
 pub use incremental::PaimonIncrementalScanExec;
-pub(crate) use plan::{lookup_read, plan_scan, PlanRequest};
+pub(crate) use parallel::spread_over_partitions;
+pub(crate) use plan::{lookup_read, plan_scan, pruning_predicate, PlanRequest};
+pub(crate) use row_selection::StatsPruning;
 #[allow(unused_imports)]
 pub(crate) use split::{Split, SplitFile};

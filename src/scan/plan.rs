@@ -119,6 +119,8 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
             bucket: *bucket,
             bucket_dir: dir,
             sections,
+            key_range: None,
+            rows_estimate: None,
         });
     }
     Ok(ScanPlan {
@@ -129,7 +131,7 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
 }
 
 /// DataFusion's pruning predicate for pushed-down filters over `schema`, if any can prune.
-pub(super) fn pruning_predicate(
+pub(crate) fn pruning_predicate(
     schema: &TableSchema,
     predicate: Option<&Arc<dyn PhysicalExpr>>,
 ) -> Option<Arc<PruningPredicate>> {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use datafusion::common::{Result, ScalarValue};
 
+use super::row_selection::KeyRange;
 use crate::deletion_vector::DvRef;
 use crate::spec::{BinaryRow, DataFileMeta, DataType, TableSchema};
 
@@ -80,6 +81,11 @@ pub(crate) struct Split {
     pub(crate) bucket_dir: String,
     /// Sections -> sorted runs -> files (in key order within a run).
     pub(crate) sections: Vec<Vec<Vec<SplitFile>>>,
+    /// Only these keys of the sections (one of several partitions of a bucket, see
+    /// `super::parallel`).
+    pub(crate) key_range: Option<Arc<KeyRange>>,
+    /// Rows expected in `key_range` (from row-group statistics), where narrowed.
+    pub(crate) rows_estimate: Option<i64>,
 }
 
 impl Split {
@@ -92,6 +98,9 @@ impl Split {
     }
 
     pub(crate) fn row_count(&self) -> i64 {
+        if let Some(rows) = self.rows_estimate {
+            return rows;
+        }
         self.sections
             .iter()
             .flatten()

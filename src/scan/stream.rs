@@ -14,6 +14,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::binlog::single_value_lists;
 use super::exec::ScanContext;
 use super::file_read::{read_file, FileToRead};
+use super::row_selection::KeyRange;
 use super::split::{Split, SplitFile};
 use crate::merge::{drop_retracts_stream, merge_runs, merge_sorted_runs, MergeMetrics, MergeOptions};
 use crate::spec::row_kind;
@@ -27,16 +28,22 @@ pub(crate) fn partition_stream(
     limit: Option<usize>,
 ) -> SendableRecordBatchStream {
     let output_schema = Arc::clone(&ctx.output_schema);
-    let sections: Vec<(String, Vec<Vec<SplitFile>>)> = splits
+    type Section = (String, Option<Arc<KeyRange>>, Vec<Vec<SplitFile>>);
+    let sections: Vec<Section> = splits
         .into_iter()
         .flat_map(|s| {
             let dir = s.bucket_dir;
-            s.sections.into_iter().map(move |runs| (dir.clone(), runs))
+            let range = s.key_range;
+            s.sections
+                .into_iter()
+                .map(move |runs| (dir.clone(), range.clone(), runs))
         })
         .collect();
     let open_ctx = Arc::clone(&ctx);
     let merged = futures::stream::iter(sections)
-        .map(move |(dir, runs)| section_stream(&open_ctx, &dir, runs, batch_size, merge_metrics.clone()))
+        .map(move |(dir, range, runs)| {
+            section_stream(&open_ctx, &dir, range, runs, batch_size, merge_metrics.clone())
+        })
         .try_flatten();
     let shaped = merged
         .try_filter(|b| futures::future::ready(b.num_rows() > 0))
@@ -68,10 +75,12 @@ pub(crate) fn limit_stream(
     }
 }
 
-/// The files of one sorted run (or of a change split), opened one after another in order.
+/// The files of one sorted run (or of a change split), opened one after another in order;
+/// only keys in `key_range` if given.
 pub(crate) fn run_stream(
     ctx: &Arc<ScanContext>,
     dir: &str,
+    key_range: Option<Arc<KeyRange>>,
     files: Vec<SplitFile>,
     batch_size: usize,
     need_sequence: bool,
@@ -81,6 +90,7 @@ pub(crate) fn run_stream(
     let stream = futures::stream::iter(files)
         .then(move |f| {
             let ctx = Arc::clone(&ctx2);
+            let key_range = key_range.clone();
             let path = match &f.external_path {
                 Some(p) => {
                     object_store::path::Path::from(p.trim_start_matches("file://").trim_start_matches('/'))
@@ -100,6 +110,8 @@ pub(crate) fn run_stream(
                     size: f.file_size,
                     need_sequence,
                     deletion: f.deletion.clone(),
+                    pruning: ctx.pruning.clone(),
+                    key_range,
                 };
                 read_file(
                     Arc::clone(ctx.table_io.store()),
@@ -122,6 +134,7 @@ pub(crate) fn run_stream(
 pub(crate) fn section_stream(
     ctx: &Arc<ScanContext>,
     dir: &str,
+    key_range: Option<Arc<KeyRange>>,
     runs: Vec<Vec<SplitFile>>,
     batch_size: usize,
     metrics: MergeMetrics,
@@ -130,11 +143,11 @@ pub(crate) fn section_stream(
     if !layout.with_system_columns {
         // Append table: every file is its own section; nothing to merge or drop.
         let files = runs.into_iter().flatten().collect();
-        return Ok(run_stream(ctx, dir, files, batch_size, false));
+        return Ok(run_stream(ctx, dir, key_range, files, batch_size, false));
     }
     if runs.len() == 1 {
         let files = runs.into_iter().next().expect("one run");
-        let stream = run_stream(ctx, dir, files, batch_size, false);
+        let stream = run_stream(ctx, dir, key_range, files, batch_size, false);
         return Ok(if ctx.keep_retracts {
             stream
         } else {
@@ -147,7 +160,7 @@ pub(crate) fn section_stream(
         .then(|| runs.iter().map(|r| r.first().map_or(0, |f| f.level)).collect());
     let streams = runs
         .into_iter()
-        .map(|files| run_stream(ctx, dir, files, batch_size, true))
+        .map(|files| run_stream(ctx, dir, key_range.clone(), files, batch_size, true))
         .collect();
     let options = MergeOptions {
         key_columns: ctx.key_indices.clone(),

@@ -23,8 +23,8 @@ use crate::merge::MergeEngineSpec;
 use crate::meta::{OverwriteScope, TableMeta};
 use crate::scan::incremental::{plan_incremental, ChangeMode, IncrementalPlanRequest, IncrementalRange};
 use crate::scan::{
-    list_type, plan_scan, PaimonIncrementalScanExec, PaimonScanExec, PlanRequest, ReadLayout, ReadView,
-    ScanContext,
+    list_type, plan_scan, spread_over_partitions, PaimonIncrementalScanExec, PaimonScanExec, PlanRequest,
+    ReadLayout, ReadView, ScanContext, StatsPruning,
 };
 use crate::spec::{MergeEngine, Snapshot, TableOptions, TableSchema};
 use crate::write::{PaimonSink, WriteKind};
@@ -457,15 +457,18 @@ impl PaimonTable {
         let Some(snapshot) = &self.snapshot else {
             return Ok(Arc::new(EmptyExec::new(output_schema)));
         };
+        let predicate = self.pruning_predicate(state, filters)?;
         let plan = plan_scan(PlanRequest {
             meta: &self.meta,
             snapshot,
             schema: &self.schema,
             options: &self.options,
-            predicate: self.pruning_predicate(state, filters)?,
+            predicate: predicate.clone(),
             read_optimized: self.read_optimized,
         })
         .await?;
+        let pruning = crate::scan::pruning_predicate(&self.schema, predicate.as_ref())
+            .map(|p| Arc::new(StatsPruning::new(&self.schema, p)));
         let ctx = ScanContext {
             table_io: self.meta.io().clone(),
             engine: self.merge_engine(&layout)?,
@@ -479,7 +482,11 @@ impl PaimonTable {
             lists: self.view == ReadView::Binlog,
             with_snapshot_id: self.view == ReadView::Changelog,
             output_schema,
+            pruning,
         };
+        let target_partitions = state.config().target_partitions();
+        let first_key = self.schema.trimmed_primary_keys().first().map(|f| (*f).clone());
+        let splits = spread_over_partitions(plan.splits, target_partitions, &ctx, first_key.as_ref()).await?;
         Ok(Arc::new(PaimonScanExec::new(
             self.name.clone(),
             Some(snapshot.id),
@@ -489,8 +496,8 @@ impl PaimonTable {
                 "none (append table)"
             },
             ctx,
-            plan.splits,
-            state.config().target_partitions(),
+            splits,
+            target_partitions,
             limit,
             plan.files_pruned,
         )))
@@ -536,6 +543,7 @@ impl PaimonTable {
             lists: self.view == ReadView::Binlog,
             with_snapshot_id: self.view == ReadView::Changelog,
             output_schema,
+            pruning: None,
         };
         Ok(Arc::new(PaimonIncrementalScanExec::new(
             self.name.clone(),

@@ -52,7 +52,7 @@ fn split_changes(
         ChangeFiles::Raw(files) if ctx.with_snapshot_id => {
             Ok(with_snapshot_ids(ctx, &dir, files, batch_size))
         }
-        ChangeFiles::Raw(files) => Ok(run_stream(ctx, &dir, files, batch_size, false)),
+        ChangeFiles::Raw(files) => Ok(run_stream(ctx, &dir, None, files, batch_size, false)),
         ChangeFiles::Diff { before, after } => {
             let before = state_stream(ctx, &dir, before, batch_size, metrics)?;
             let after = state_stream(ctx, &dir, after, batch_size, metrics)?;
@@ -87,7 +87,7 @@ fn with_snapshot_ids(
         .map(move |file| {
             let id = file.snapshot_id.unwrap_or(-1);
             let schema = Arc::clone(&out_schema);
-            run_stream(&ctx, &dir, vec![file], batch_size, false).map(move |batch| {
+            run_stream(&ctx, &dir, None, vec![file], batch_size, false).map(move |batch| {
                 let batch = batch?;
                 let mut columns = batch.columns().to_vec();
                 columns.push(Arc::new(arrow::array::Int64Array::from(vec![
@@ -112,7 +112,7 @@ fn state_stream(
 ) -> Result<SendableRecordBatchStream> {
     let streams = sections
         .into_iter()
-        .map(|runs| section_stream(ctx, dir, runs, batch_size, metrics.clone()))
+        .map(|runs| section_stream(ctx, dir, None, runs, batch_size, metrics.clone()))
         .collect::<Result<Vec<_>>>()?;
     let schema = Arc::clone(&ctx.layout.schema);
     Ok(Box::pin(RecordBatchStreamAdapter::new(

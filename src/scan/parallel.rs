@@ -1,0 +1,248 @@
+//! Every core inside a bucket: a split too big for its share of the output partitions is cut
+//! into pieces, each read by its own partition.
+//!
+//! ```text
+//! split (bucket) ── sections ──► small sections grouped into pieces of about one share
+//!                            └─► a big section of a primary-key table: key ranges cut from the
+//!                                row-group / page statistics of its files, each range merged
+//!                                by its own partition
+//! ```
+//!
+//! Sections never share keys, so grouping them is free. A key range cuts on the first key
+//! column (partition keys trimmed): every version of a key has the same first key value, so
+//! each key is merged by exactly one partition whatever the merge engine, and the merge inside
+//! a range sees all of the key's records in the same order as a whole-bucket merge would. Cut
+//! points are the minimum keys of row groups or pages, so most units are read by one partition
+//! only; units that straddle a cut are read by both and filtered exactly
+//! (`row_selection::KeyRange::filter`).
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use datafusion::common::{Result, ScalarValue};
+
+use super::exec::ScanContext;
+use super::row_selection::{file_key_units, KeyRange};
+use super::split::{Split, SplitFile};
+use crate::format::FileFormat;
+use crate::spec::DataField;
+
+/// Pieces smaller than this are not worth the footer reads and the extra partition.
+pub(crate) const MIN_PIECE_ROWS: i64 = 50_000;
+
+type Section = Vec<Vec<SplitFile>>;
+
+fn section_rows(section: &Section) -> i64 {
+    section.iter().flatten().map(|f| f.row_count).sum()
+}
+
+/// Cuts splits bigger than their share of `partitions` into pieces (see the module comment).
+/// `first_key` is the first trimmed key column of a primary-key table; without it sections
+/// are only grouped.
+pub(crate) async fn spread_over_partitions(
+    splits: Vec<Split>,
+    partitions: usize,
+    ctx: &ScanContext,
+    first_key: Option<&DataField>,
+) -> Result<Vec<Split>> {
+    if partitions <= 1 || splits.len() >= partitions {
+        return Ok(splits);
+    }
+    let total: i64 = splits.iter().map(Split::row_count).sum();
+    let share = (total / partitions as i64).max(MIN_PIECE_ROWS);
+    // Key ranges need the key in every batch (it is for merged reads) and Parquet statistics.
+    let first_key = first_key
+        .filter(|k| ctx.layout.with_system_columns && ctx.layout.fields.iter().any(|f| f.id == k.id));
+    let mut out = Vec::new();
+    for split in splits {
+        if split.row_count() <= share + share / 4 || split.key_range.is_some() {
+            out.push(split);
+            continue;
+        }
+        let mut pieces = Pieces::new(&split, share);
+        for section in &split.sections {
+            let rows = section_rows(section);
+            let ranges = match first_key {
+                Some(key) if rows > share + share / 4 && all_parquet(section) => {
+                    let wanted = ((rows + share - 1) / share).min(partitions as i64) as usize;
+                    key_ranges(ctx, &split.bucket_dir, section, key, wanted).await?
+                }
+                _ => Vec::new(),
+            };
+            if ranges.len() < 2 {
+                pieces.add(section.clone(), rows);
+                continue;
+            }
+            pieces.flush();
+            for (range, rows) in ranges {
+                let kept = section_in_range(section, &range);
+                if !kept.is_empty() {
+                    pieces.push_ranged(kept, Arc::new(range), rows);
+                }
+            }
+        }
+        pieces.flush();
+        out.extend(pieces.done);
+    }
+    Ok(out)
+}
+
+/// Pieces of one split under construction.
+struct Pieces<'a> {
+    split: &'a Split,
+    share: i64,
+    group: Vec<Section>,
+    group_rows: i64,
+    done: Vec<Split>,
+}
+
+impl<'a> Pieces<'a> {
+    fn new(split: &'a Split, share: i64) -> Self {
+        Pieces {
+            split,
+            share,
+            group: Vec::new(),
+            group_rows: 0,
+            done: Vec::new(),
+        }
+    }
+
+    fn piece(&self, sections: Vec<Section>, key_range: Option<Arc<KeyRange>>, rows: Option<i64>) -> Split {
+        Split {
+            partition_path: self.split.partition_path.clone(),
+            bucket: self.split.bucket,
+            bucket_dir: self.split.bucket_dir.clone(),
+            sections,
+            key_range,
+            rows_estimate: rows,
+        }
+    }
+
+    fn add(&mut self, section: Section, rows: i64) {
+        self.group.push(section);
+        self.group_rows += rows;
+        if self.group_rows >= self.share {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.group.is_empty() {
+            return;
+        }
+        let sections = std::mem::take(&mut self.group);
+        self.group_rows = 0;
+        let piece = self.piece(sections, None, None);
+        self.done.push(piece);
+    }
+
+    fn push_ranged(&mut self, section: Section, range: Arc<KeyRange>, rows: i64) {
+        let piece = self.piece(vec![section], Some(range), Some(rows));
+        self.done.push(piece);
+    }
+}
+
+fn all_parquet(section: &Section) -> bool {
+    section
+        .iter()
+        .flatten()
+        .all(|f| FileFormat::of_file(&f.file_name).ok() == Some(FileFormat::Parquet))
+}
+
+fn cmp(a: &ScalarValue, b: &ScalarValue) -> Ordering {
+    a.partial_cmp(b).unwrap_or(Ordering::Equal)
+}
+
+/// Up to `wanted` key ranges of about equal rows over `section`, from the first-key
+/// statistics of its files' row groups and pages; fewer (or none) where the statistics cannot
+/// tell keys apart. Each range comes with its estimated rows.
+async fn key_ranges(
+    ctx: &ScanContext,
+    dir: &str,
+    section: &Section,
+    key: &DataField,
+    wanted: usize,
+) -> Result<Vec<(KeyRange, i64)>> {
+    let key_type = key.data_type.to_arrow();
+    let opens = section.iter().flatten().map(|f| {
+        let path = match &f.external_path {
+            Some(p) => {
+                object_store::path::Path::from(p.trim_start_matches("file://").trim_start_matches('/'))
+            }
+            None => ctx.table_io.path(&format!("{dir}/{}", f.file_name)),
+        };
+        let store = Arc::clone(ctx.table_io.store());
+        let size = f.file_size;
+        async move { crate::format::open(store, &path, size, true).await }
+    });
+    let opened = futures::future::try_join_all(opens).await?;
+    // (first key minimum, rows) of every unit whose minimum is known.
+    let mut units: Vec<(ScalarValue, i64)> = Vec::new();
+    for (file, opened) in section.iter().flatten().zip(&opened) {
+        let (Some(metadata), Some(schema)) =
+            (opened.parquet_metadata(), ctx.file_schemas.get(&file.schema_id))
+        else {
+            return Ok(Vec::new());
+        };
+        for unit in file_key_units(metadata, opened.schema(), schema, key.id, &key_type) {
+            match unit.min {
+                Some(min) if !min.is_null() => units.push((min, unit.rows.len() as i64)),
+                _ => return Ok(Vec::new()),
+            }
+        }
+    }
+    units.sort_by(|a, b| cmp(&a.0, &b.0));
+    let total: i64 = units.iter().map(|u| u.1).sum();
+    let per_range = (total / wanted.max(1) as i64).max(1);
+    // Cut before the unit that starts the next range, at a key strictly above the last cut.
+    let mut cuts: Vec<ScalarValue> = Vec::new();
+    let mut acc = 0;
+    for (i, (_, rows)) in units.iter().enumerate() {
+        acc += rows;
+        let Some((next, _)) = units.get(i + 1) else { break };
+        if acc >= per_range * (cuts.len() as i64 + 1) && cuts.len() + 1 < wanted {
+            let above_last = cuts.last().is_none_or(|c| cmp(next, c).is_gt());
+            if above_last && cmp(next, &units[0].0).is_gt() {
+                cuts.push(next.clone());
+            }
+        }
+    }
+    if cuts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut bounds: Vec<Option<ScalarValue>> = vec![None];
+    bounds.extend(cuts.into_iter().map(Some));
+    bounds.push(None);
+    Ok(bounds
+        .windows(2)
+        .map(|w| {
+            let range = KeyRange {
+                field_id: key.id,
+                key_type: key_type.clone(),
+                lower: w[0].clone(),
+                upper: w[1].clone(),
+            };
+            let rows = units
+                .iter()
+                .filter(|(min, _)| range.overlaps(Some(min), Some(min)))
+                .map(|u| u.1)
+                .sum();
+            (range, rows)
+        })
+        .collect())
+}
+
+/// The runs of `section` cut to the files that may hold keys of `range` (file key statistics);
+/// runs left without files are dropped.
+fn section_in_range(section: &Section, range: &KeyRange) -> Section {
+    section
+        .iter()
+        .map(|run| {
+            run.iter()
+                .filter(|f| range.overlaps(f.min_key.first(), f.max_key.first()))
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .filter(|run| !run.is_empty())
+        .collect()
+}

@@ -1,0 +1,468 @@
+//! Which rows of a Parquet data file a read needs, from the file's row-group statistics and
+//! page index: row groups and pages that cannot hold a matching key are never fetched or
+//! decoded.
+//!
+//! Two things narrow a read:
+//! - the pushed-down predicate ([`StatsPruning`]). On a primary-key table only key columns may
+//!   prune: a key never changes, so a row group whose keys cannot match holds no version of a
+//!   matching row, while skipping one by its *values* could let an older version resurface.
+//!   Append tables have one version per row and use every column.
+//! - the [`KeyRange`] of one partition of a bucket (`super::parallel`): rows whose first key
+//!   column lies outside it belong to another partition. Row groups and pages outside are
+//!   skipped here; [`KeyRange::filter`] then drops the remaining rows outside exactly, after
+//!   decoding, so every version of a key is merged by exactly one partition.
+//!
+//! Pages are pruned by the first key column only (its pages are where the key order shows);
+//! files without a page index are narrowed by row groups.
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, Scalar, UInt64Array};
+use arrow::compute::kernels::cmp::{gt_eq, lt};
+use arrow::compute::{and, cast, filter_record_batch};
+use arrow::datatypes::{DataType as ArrowType, Schema};
+use datafusion::common::{Column, Result, ScalarValue};
+use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningStatistics};
+use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use parquet::file::metadata::ParquetMetaData;
+
+use crate::spec::TableSchema;
+
+/// A pushed-down predicate and the table columns whose statistics may prune with it.
+#[derive(Debug)]
+pub(crate) struct StatsPruning {
+    pub(crate) predicate: Arc<PruningPredicate>,
+    /// (column name in the predicate's schema, field id, Arrow type in the predicate's schema).
+    pub(crate) columns: Vec<(String, i32, ArrowType)>,
+    /// The first key column (primary-key tables, partition keys trimmed): name, field id and
+    /// Arrow type. Its pages may prune too.
+    pub(crate) first_key: Option<(String, i32, ArrowType)>,
+}
+
+impl StatsPruning {
+    /// Pruning for `table`: key columns of a primary-key table, every column of an append table.
+    pub(crate) fn new(table: &TableSchema, predicate: Arc<PruningPredicate>) -> Self {
+        let keys: HashSet<&str> = table.primary_keys.iter().map(String::as_str).collect();
+        let columns = table
+            .fields
+            .iter()
+            .filter(|f| keys.is_empty() || keys.contains(f.name.as_str()))
+            .map(|f| (f.name.clone(), f.id, f.data_type.to_arrow()))
+            .collect();
+        StatsPruning {
+            predicate,
+            columns,
+            first_key: table
+                .trimmed_primary_keys()
+                .first()
+                .map(|f| (f.name.clone(), f.id, f.data_type.to_arrow())),
+        }
+    }
+}
+
+/// The keys of one partition of a bucket: first key column in `[lower, upper)` (unbounded
+/// where `None`). Splitting on the first key column alone keeps every version of a key in one
+/// range, whatever the other key columns hold.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct KeyRange {
+    /// Field id and Arrow type of the first key column (partition keys trimmed).
+    pub(crate) field_id: i32,
+    pub(crate) key_type: ArrowType,
+    pub(crate) lower: Option<ScalarValue>,
+    pub(crate) upper: Option<ScalarValue>,
+}
+
+impl KeyRange {
+    /// Whether a unit (row group, page, file) with first-key statistics `min..=max` (unknown
+    /// where `None`) may hold keys of the range.
+    pub(crate) fn overlaps(&self, min: Option<&ScalarValue>, max: Option<&ScalarValue>) -> bool {
+        let below_upper = match (&self.upper, min) {
+            (Some(upper), Some(min)) => min.partial_cmp(upper).is_none_or(|o| o.is_lt()),
+            _ => true,
+        };
+        let above_lower = match (&self.lower, max) {
+            (Some(lower), Some(max)) => max.partial_cmp(lower).is_none_or(|o| o.is_ge()),
+            _ => true,
+        };
+        below_upper && above_lower
+    }
+
+    /// The rows of `batch` whose `column` lies in the range (the batch itself if all do).
+    pub(crate) fn filter(&self, batch: RecordBatch, column: usize) -> Result<RecordBatch> {
+        let values = batch.column(column);
+        let bound = |v: &ScalarValue| -> Result<Scalar<ArrayRef>> {
+            Ok(Scalar::new(v.cast_to(values.data_type())?.to_array()?))
+        };
+        let mut mask: Option<BooleanArray> = None;
+        if let Some(lower) = &self.lower {
+            mask = Some(gt_eq(values, &bound(lower)?)?);
+        }
+        if let Some(upper) = &self.upper {
+            let below = lt(values, &bound(upper)?)?;
+            mask = Some(match mask {
+                Some(m) => and(&m, &below)?,
+                None => below,
+            });
+        }
+        match mask {
+            Some(m) if m.true_count() < batch.num_rows() => Ok(filter_record_batch(&batch, &m)?),
+            _ => Ok(batch),
+        }
+    }
+
+    /// `[lower, upper)` for `EXPLAIN`.
+    pub(crate) fn display(&self) -> String {
+        let show = |v: &Option<ScalarValue>| v.as_ref().map_or("..".to_string(), |v| v.to_string());
+        format!("[{}, {})", show(&self.lower), show(&self.upper))
+    }
+}
+
+/// One unit of a file (row group or page of the first key column): its rows and first-key
+/// statistics.
+#[derive(Debug, Clone)]
+pub(crate) struct KeyUnit {
+    pub(crate) rows: Range<usize>,
+    pub(crate) min: Option<ScalarValue>,
+    pub(crate) max: Option<ScalarValue>,
+}
+
+/// Resolves table columns to the columns of one file (by field id through the schema the file
+/// was written with) and reads their statistics.
+struct FileColumns<'a> {
+    metadata: &'a ParquetMetaData,
+    arrow: &'a Schema,
+    file_schema: &'a TableSchema,
+}
+
+impl<'a> FileColumns<'a> {
+    fn converter(&self, field_id: i32) -> Option<StatisticsConverter<'a>> {
+        let name = &self.file_schema.fields.iter().find(|f| f.id == field_id)?.name;
+        StatisticsConverter::try_new(name, self.arrow, self.metadata.file_metadata().schema_descr()).ok()
+    }
+
+    /// Cast to the table's type; statistics that cannot be cast are unknown.
+    fn cast(array: ArrayRef, target: &ArrowType) -> Option<ArrayRef> {
+        if array.data_type() == target {
+            return Some(array);
+        }
+        cast(&array, target).ok()
+    }
+
+    /// Row ranges of every row group.
+    fn row_group_rows(&self) -> Vec<Range<usize>> {
+        let mut start = 0;
+        self.metadata
+            .row_groups()
+            .iter()
+            .map(|rg| {
+                let end = start + rg.num_rows().max(0) as usize;
+                let r = start..end;
+                start = end;
+                r
+            })
+            .collect()
+    }
+
+    /// Row groups, or with a page index the pages of `field_id`'s column, with its min and max
+    /// cast to `target`.
+    fn key_units(&self, field_id: i32, target: &ArrowType, row_groups: &[usize]) -> Vec<KeyUnit> {
+        let group_rows = self.row_group_rows();
+        let whole = |i: usize| KeyUnit {
+            rows: group_rows[i].clone(),
+            min: None,
+            max: None,
+        };
+        let Some(conv) = self.converter(field_id) else {
+            return row_groups.iter().map(|&i| whole(i)).collect();
+        };
+        let value = |a: &Option<ArrayRef>, i: usize| {
+            a.as_ref()
+                .filter(|a| a.is_valid(i))
+                .and_then(|a| ScalarValue::try_from_array(a, i).ok())
+        };
+        if let (Some(index), Some(offsets)) = (self.metadata.column_index(), self.metadata.offset_index()) {
+            let mut units = Vec::new();
+            for &g in row_groups {
+                let one = [g];
+                let mins = conv.data_page_mins(index, offsets, &one).ok();
+                let maxes = conv.data_page_maxes(index, offsets, &one).ok();
+                let counts = conv
+                    .data_page_row_counts(offsets, self.metadata.row_groups(), &one)
+                    .ok()
+                    .flatten();
+                let (Some(mins), Some(maxes), Some(counts)) = (mins, maxes, counts) else {
+                    units.push(whole(g));
+                    continue;
+                };
+                let mins = Self::cast(mins, target);
+                let maxes = Self::cast(maxes, target);
+                let mut start = group_rows[g].start;
+                for p in 0..counts.len() {
+                    let end = start + counts.value(p) as usize;
+                    units.push(KeyUnit {
+                        rows: start..end,
+                        min: value(&mins, p),
+                        max: value(&maxes, p),
+                    });
+                    start = end;
+                }
+            }
+            return units;
+        }
+        let groups = self.metadata.row_groups();
+        let mins = conv
+            .row_group_mins(groups)
+            .ok()
+            .and_then(|a| Self::cast(a, target));
+        let maxes = conv
+            .row_group_maxes(groups)
+            .ok()
+            .and_then(|a| Self::cast(a, target));
+        row_groups
+            .iter()
+            .map(|&g| KeyUnit {
+                rows: group_rows[g].clone(),
+                min: value(&mins, g),
+                max: value(&maxes, g),
+            })
+            .collect()
+    }
+}
+
+/// Row-group statistics of the columns a [`StatsPruning`] may use.
+struct RowGroupStats<'a> {
+    file: &'a FileColumns<'a>,
+    pruning: &'a StatsPruning,
+}
+
+impl RowGroupStats<'_> {
+    fn stat(&self, column: &Column, which: Stat) -> Option<ArrayRef> {
+        let (_, id, target) = self.pruning.columns.iter().find(|(n, _, _)| *n == column.name)?;
+        let conv = self.file.converter(*id)?;
+        let groups = self.file.metadata.row_groups();
+        match which {
+            Stat::Min => FileColumns::cast(conv.row_group_mins(groups).ok()?, target),
+            Stat::Max => FileColumns::cast(conv.row_group_maxes(groups).ok()?, target),
+            Stat::Nulls => Some(Arc::new(conv.row_group_null_counts(groups).ok()?)),
+        }
+    }
+}
+
+enum Stat {
+    Min,
+    Max,
+    Nulls,
+}
+
+impl PruningStatistics for RowGroupStats<'_> {
+    fn min_values(&self, column: &Column) -> Option<ArrayRef> {
+        self.stat(column, Stat::Min)
+    }
+
+    fn max_values(&self, column: &Column) -> Option<ArrayRef> {
+        self.stat(column, Stat::Max)
+    }
+
+    fn num_containers(&self) -> usize {
+        self.file.metadata.num_row_groups()
+    }
+
+    fn null_counts(&self, column: &Column) -> Option<ArrayRef> {
+        self.stat(column, Stat::Nulls)
+    }
+
+    fn row_counts(&self) -> Option<ArrayRef> {
+        let counts: UInt64Array = self
+            .file
+            .metadata
+            .row_groups()
+            .iter()
+            .map(|rg| rg.num_rows().max(0) as u64)
+            .collect();
+        Some(Arc::new(counts))
+    }
+
+    fn contained(&self, _column: &Column, _values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
+        None
+    }
+}
+
+/// First-key statistics of units (pages or row groups) for page-level pruning.
+struct UnitStats<'a> {
+    column: &'a str,
+    units: &'a [KeyUnit],
+    target: &'a ArrowType,
+}
+
+impl UnitStats<'_> {
+    fn values(&self, column: &Column, pick: impl Fn(&KeyUnit) -> &Option<ScalarValue>) -> Option<ArrayRef> {
+        if column.name != self.column {
+            return None;
+        }
+        let values: Vec<ScalarValue> = self
+            .units
+            .iter()
+            .map(|u| match pick(u) {
+                Some(v) => Ok(v.clone()),
+                None => ScalarValue::try_from(self.target),
+            })
+            .collect::<Result<_>>()
+            .ok()?;
+        ScalarValue::iter_to_array(values).ok()
+    }
+}
+
+impl PruningStatistics for UnitStats<'_> {
+    fn min_values(&self, column: &Column) -> Option<ArrayRef> {
+        self.values(column, |u| &u.min)
+    }
+
+    fn max_values(&self, column: &Column) -> Option<ArrayRef> {
+        self.values(column, |u| &u.max)
+    }
+
+    fn num_containers(&self) -> usize {
+        self.units.len()
+    }
+
+    fn null_counts(&self, _column: &Column) -> Option<ArrayRef> {
+        None
+    }
+
+    fn row_counts(&self) -> Option<ArrayRef> {
+        None
+    }
+
+    fn contained(&self, _column: &Column, _values: &HashSet<ScalarValue>) -> Option<BooleanArray> {
+        None
+    }
+}
+
+/// The first-key units of every row group of a file, for planning key ranges.
+pub(crate) fn file_key_units(
+    metadata: &ParquetMetaData,
+    arrow: &Schema,
+    file_schema: &TableSchema,
+    field_id: i32,
+    target: &ArrowType,
+) -> Vec<KeyUnit> {
+    let file = FileColumns {
+        metadata,
+        arrow,
+        file_schema,
+    };
+    let all: Vec<usize> = (0..metadata.num_row_groups()).collect();
+    file.key_units(field_id, target, &all)
+}
+
+/// The rows of a Parquet file a read needs, as ascending ranges, or `None` for all of them.
+/// `first_key` is the first key column's (field id, Arrow type in the read).
+pub(crate) fn wanted_rows(
+    metadata: &ParquetMetaData,
+    arrow: &Schema,
+    file_schema: &TableSchema,
+    pruning: Option<&StatsPruning>,
+    key_range: Option<&KeyRange>,
+) -> Option<Vec<Range<usize>>> {
+    if pruning.is_none() && key_range.is_none() {
+        return None;
+    }
+    let first_key = match key_range {
+        Some(r) => Some((r.field_id, &r.key_type)),
+        None => pruning.and_then(|p| p.first_key.as_ref().map(|(_, id, t)| (*id, t))),
+    };
+    let file = FileColumns {
+        metadata,
+        arrow,
+        file_schema,
+    };
+    let mut groups: Vec<usize> = (0..metadata.num_row_groups()).collect();
+    if let Some(p) = pruning {
+        let stats = RowGroupStats {
+            file: &file,
+            pruning: p,
+        };
+        if let Ok(keep) = p.predicate.prune(&stats) {
+            groups.retain(|&g| keep.get(g).copied().unwrap_or(true));
+        }
+    }
+    let Some((key_id, key_type)) = first_key else {
+        let rows = file.row_group_rows();
+        return Some(groups.iter().map(|&g| rows[g].clone()).collect());
+    };
+    let mut units = file.key_units(key_id, key_type, &groups);
+    if let Some(range) = key_range {
+        units.retain(|u| range.overlaps(u.min.as_ref(), u.max.as_ref()));
+    }
+    if let Some(p) = pruning {
+        if let Some((column, _, _)) = &p.first_key {
+            let stats = UnitStats {
+                column,
+                units: &units,
+                target: key_type,
+            };
+            if let Ok(keep) = p.predicate.prune(&stats) {
+                units = units
+                    .into_iter()
+                    .zip(keep)
+                    .filter_map(|(u, k)| k.then_some(u))
+                    .collect();
+            }
+        }
+    }
+    let mut ranges: Vec<Range<usize>> = Vec::with_capacity(units.len());
+    for u in units {
+        match ranges.last_mut() {
+            Some(last) if last.end == u.rows.start => last.end = u.rows.end,
+            _ => ranges.push(u.rows),
+        }
+    }
+    Some(ranges)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::Int32Array;
+    use arrow::datatypes::Field;
+
+    fn range(lower: Option<i32>, upper: Option<i32>) -> KeyRange {
+        KeyRange {
+            field_id: 0,
+            key_type: ArrowType::Int32,
+            lower: lower.map(|v| ScalarValue::Int32(Some(v))),
+            upper: upper.map(|v| ScalarValue::Int32(Some(v))),
+        }
+    }
+
+    #[test]
+    fn a_range_includes_its_lower_bound_and_excludes_its_upper_bound() {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", ArrowType::Int32, false)]));
+        let batch =
+            RecordBatch::try_new(schema, vec![Arc::new(Int32Array::from(vec![1, 2, 3, 4, 5]))]).unwrap();
+        let kept = range(Some(2), Some(4)).filter(batch.clone(), 0).unwrap();
+        let values: Vec<i32> = kept
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int32Array>()
+            .unwrap()
+            .values()
+            .to_vec();
+        assert_eq!(values, vec![2, 3]);
+        assert_eq!(range(None, None).filter(batch.clone(), 0).unwrap().num_rows(), 5);
+        assert_eq!(range(Some(5), None).filter(batch, 0).unwrap().num_rows(), 1);
+    }
+
+    #[test]
+    fn units_overlap_a_range_unless_their_statistics_rule_it_out() {
+        let v = |x: i32| ScalarValue::Int32(Some(x));
+        let r = range(Some(10), Some(20));
+        assert!(r.overlaps(Some(&v(5)), Some(&v(10))));
+        assert!(!r.overlaps(Some(&v(0)), Some(&v(9))));
+        assert!(!r.overlaps(Some(&v(20)), Some(&v(30))));
+        assert!(r.overlaps(Some(&v(19)), Some(&v(30))));
+        assert!(r.overlaps(None, None));
+    }
+}
