@@ -6,6 +6,10 @@
 //!   statement first reads the live files of every bucket (next sequence numbers) and the table
 //!   grows by one level-0 file per bucket per iteration.
 //!
+//! * ratios, back to back in this run: a fresh 1-bucket `write-only` table (one core's sorted
+//!   run: routing, sort, fold, encode) against a plain sorted Parquet write of the same rows
+//!   (`SELECT ... ORDER BY id` written by DataFusion as one file).
+//!
 //! The source is an in-memory table (`mem.src.rows`, batches of 8192 rows) so that only the
 //! write path is timed: validation, bucket hashing, buffering, sort and fold, Parquet encoding
 //! and the commit. Criterion reports the throughput in elements (rows) per second; the bench also
@@ -36,18 +40,41 @@ fn rows() -> i64 {
         .unwrap_or(1_000_000)
 }
 
-/// `schema-0` of a deduplicate table with a fixed number of buckets (format.md §2.6).
-fn schema_json() -> String {
+/// `schema-0` of a deduplicate table with a fixed number of buckets (format.md §2.6) and extra
+/// options (JSON members).
+fn schema_json(buckets: i32, options: &str) -> String {
     format!(
-        r#"{{"version":3,"id":0,"fields":[{{"id":0,"name":"id","type":"BIGINT NOT NULL"}},{{"id":1,"name":"v1","type":"BIGINT"}},{{"id":2,"name":"v2","type":"DOUBLE"}},{{"id":3,"name":"v3","type":"STRING"}},{{"id":4,"name":"v4","type":"INT"}}],"highestFieldId":4,"partitionKeys":[],"primaryKeys":["id"],"options":{{"bucket":"{BUCKETS}"}},"timeMillis":0}}"#
+        r#"{{"version":3,"id":0,"fields":[{{"id":0,"name":"id","type":"BIGINT NOT NULL"}},{{"id":1,"name":"v1","type":"BIGINT"}},{{"id":2,"name":"v2","type":"DOUBLE"}},{{"id":3,"name":"v3","type":"STRING"}},{{"id":4,"name":"v4","type":"INT"}}],"highestFieldId":4,"partitionKeys":[],"primaryKeys":["id"],"options":{{"bucket":"{buckets}"{options}}},"timeMillis":0}}"#
     )
 }
 
 /// Creates `bench.<name>` in the warehouse directory by writing its schema file.
 fn create_table(warehouse: &std::path::Path, name: &str) {
+    create_table_with(warehouse, name, BUCKETS, "");
+}
+
+fn create_table_with(warehouse: &std::path::Path, name: &str, buckets: i32, options: &str) {
     let dir = warehouse.join("bench.db").join(name).join("schema");
     std::fs::create_dir_all(&dir).expect("table directory");
-    std::fs::write(dir.join("schema-0"), schema_json()).expect("schema file");
+    std::fs::write(dir.join("schema-0"), schema_json(buckets, options)).expect("schema file");
+}
+
+/// Writes the source rows sorted by key as one plain Parquet file (the write baseline).
+async fn sorted_parquet_write(session: &PaimonSession, path: &str) {
+    let df = session
+        .context()
+        .sql("SELECT id, v1, v2, v3, v4 FROM mem.src.rows ORDER BY id")
+        .await
+        .expect("plan");
+    let options = datafusion::dataframe::DataFrameWriteOptions::new().with_single_file_output(true);
+    df.write_parquet(path, options, None)
+        .await
+        .expect("parquet write");
+}
+
+fn median_of(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
 }
 
 /// `rows` source rows with keys in a scrambled order (writers get unsorted input), in batches.
@@ -203,6 +230,33 @@ fn bench(c: &mut Criterion) {
             );
         }
     }
+    // Ratio: one bucket, write-only, against a sorted Parquet write of the same rows.
+    let mut ours = Vec::new();
+    let mut plain = Vec::new();
+    for round in 0..5 {
+        let name = format!("one_bucket_{round}");
+        create_table_with(s.dir.path(), &name, 1, r#","write-only":"true""#);
+        let start = Instant::now();
+        rt.block_on(insert(&s.session, &name));
+        ours.push(start.elapsed());
+        let _ = std::fs::remove_dir_all(s.dir.path().join("bench.db").join(&name));
+        let path = s.dir.path().join(format!("plain-{round}.parquet"));
+        let start = Instant::now();
+        rt.block_on(sorted_parquet_write(
+            &s.session,
+            path.to_str().expect("UTF-8 path"),
+        ));
+        plain.push(start.elapsed());
+        let _ = std::fs::remove_file(&path);
+    }
+    let (ours, plain) = (median_of(ours), median_of(plain));
+    println!(
+        "ratio insert 1 bucket write-only: {:.1} ms / sorted parquet write {:.1} ms = {:.2}x",
+        ours.as_secs_f64() * 1e3,
+        plain.as_secs_f64() * 1e3,
+        ours.as_secs_f64() / plain.as_secs_f64()
+    );
+
     // The growing table holds one version of each key, however many upserts it took.
     let distinct = rt.block_on(async {
         let batches = s

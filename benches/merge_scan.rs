@@ -1,8 +1,10 @@
 //! Merge-on-read scan vs a plain DataFusion Parquet scan of the same data files.
 //!
-//! Two generated deduplicate tables of 2M keys in 4 buckets: (a) one sorted run per bucket,
-//! (b) five overlapping runs per bucket, each later run updating a random 10% of the keys. The
-//! timed query reads every value column (min/max of each) so no side can answer from metadata.
+//! Generated deduplicate tables of 2M keys in 4 buckets and in 1 bucket: (a) one sorted run
+//! per bucket, (b) five overlapping runs per bucket, each later run updating a random 10% of
+//! the keys. The timed queries read every value column (sums, lengths) so no side can answer
+//! from metadata, or a primary-key range of 1,001 keys (both sides prune with Parquet
+//! statistics). A 1-bucket table is one split: its speed shows whether a bucket uses every core.
 //!
 //! `cargo bench --bench merge_scan` (set `MERGE_SCAN_KEYS` to change the size).
 
@@ -39,10 +41,10 @@ fn setup(rt: &Runtime) -> Setup {
         .tempdir()
         .expect("temp dir");
     rt.block_on(async {
-        for (name, runs) in [("one_run", 1), ("five_runs", 5)] {
+        for (name, runs, buckets) in TABLES {
             let spec = GeneratedTable {
                 num_keys: keys,
-                buckets: 4,
+                buckets,
                 runs,
                 update_fraction: 0.1,
                 seed: 42,
@@ -57,7 +59,7 @@ fn setup(rt: &Runtime) -> Setup {
             .await
             .expect("open warehouse");
         let plain = SessionContext::new_with_config(config());
-        for name in ["one_run", "five_runs"] {
+        for (name, _, _) in TABLES {
             // The same data files the Paimon table lists, read as plain Parquet.
             let table = dir.path().join("bench.db").join(name);
             let mut files: Vec<String> = Vec::new();
@@ -84,19 +86,40 @@ fn setup(rt: &Runtime) -> Setup {
     })
 }
 
-async fn run_paimon(s: &Setup, table: &str) -> usize {
+/// (table, sorted runs per bucket, buckets)
+const TABLES: [(&str, usize, i32); 4] = [
+    ("one_run", 1, 4),
+    ("five_runs", 5, 4),
+    ("one_run_1_bucket", 1, 1),
+    ("five_runs_1_bucket", 5, 1),
+];
+
+/// The timed queries, over `{t}`.
+const QUERIES: [(&str, &str); 2] = [
+    ("all columns", "SELECT {cols} FROM {t}"),
+    (
+        "key range",
+        "SELECT {cols} FROM {t} WHERE id BETWEEN 1000000 AND 1001000",
+    ),
+];
+
+fn query(template: &str, table: &str) -> String {
+    template.replace("{cols}", QUERY_COLUMNS).replace("{t}", table)
+}
+
+async fn run_paimon(s: &Setup, table: &str, template: &str) -> usize {
     let df = s
         .paimon
-        .sql(&format!("SELECT {QUERY_COLUMNS} FROM bench.{table}"))
+        .sql(&query(template, &format!("bench.{table}")))
         .await
         .expect("plan");
     df.collect().await.expect("run").len()
 }
 
-async fn run_plain(s: &Setup, table: &str) -> usize {
+async fn run_plain(s: &Setup, table: &str, template: &str) -> usize {
     let df = s
         .plain
-        .sql(&format!("SELECT {QUERY_COLUMNS} FROM plain_{table}"))
+        .sql(&query(template, &format!("plain_{table}")))
         .await
         .expect("plan");
     df.collect().await.expect("run").len()
@@ -114,36 +137,39 @@ fn bench(c: &mut Criterion) {
     let s = setup(&rt);
     let mut group = c.benchmark_group("merge_scan");
     group.sample_size(10);
-    for table in ["one_run", "five_runs"] {
-        group.bench_function(format!("paimon_{table}_2m_keys_4_buckets"), |b| {
+    let full = QUERIES[0].1;
+    for (table, _, _) in TABLES {
+        group.bench_function(format!("paimon_{table}"), |b| {
             b.to_async(&rt)
-                .iter(|| async { std::hint::black_box(run_paimon(&s, table).await) })
+                .iter(|| async { std::hint::black_box(run_paimon(&s, table, full).await) })
         });
-        group.bench_function(format!("plain_parquet_{table}_2m_keys_4_buckets"), |b| {
+        group.bench_function(format!("plain_parquet_{table}"), |b| {
             b.to_async(&rt)
-                .iter(|| async { std::hint::black_box(run_plain(&s, table).await) })
+                .iter(|| async { std::hint::black_box(run_plain(&s, table, full).await) })
         });
     }
     group.finish();
 
-    // The ratio, measured back to back in this run (median of 9 each).
-    for table in ["one_run", "five_runs"] {
-        let paimon = median(&rt, || {
-            let t = Instant::now();
-            rt.block_on(run_paimon(&s, table));
-            t.elapsed()
-        });
-        let plain = median(&rt, || {
-            let t = Instant::now();
-            rt.block_on(run_plain(&s, table));
-            t.elapsed()
-        });
-        println!(
-            "ratio {table}: merge-on-read {:.1} ms / plain parquet {:.1} ms = {:.2}x",
-            paimon.as_secs_f64() * 1e3,
-            plain.as_secs_f64() * 1e3,
-            paimon.as_secs_f64() / plain.as_secs_f64()
-        );
+    // The ratios, measured back to back in this run (median of 9 each).
+    for (name, template) in QUERIES {
+        for (table, _, _) in TABLES {
+            let paimon = median(&rt, || {
+                let t = Instant::now();
+                rt.block_on(run_paimon(&s, table, template));
+                t.elapsed()
+            });
+            let plain = median(&rt, || {
+                let t = Instant::now();
+                rt.block_on(run_plain(&s, table, template));
+                t.elapsed()
+            });
+            println!(
+                "ratio {name}, {table}: merge-on-read {:.1} ms / plain parquet {:.1} ms = {:.2}x",
+                paimon.as_secs_f64() * 1e3,
+                plain.as_secs_f64() * 1e3,
+                paimon.as_secs_f64() / plain.as_secs_f64()
+            );
+        }
     }
 }
 

@@ -4,6 +4,8 @@
 //! [`DataType::to_arrow`], so pruning and system tables can use them directly. Nested values
 //! (ARRAY/MAP/ROW) are never collected as stats by Paimon; they decode as NULL.
 
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::DataType as ArrowType;
 use datafusion::common::ScalarValue;
 
 use super::types::{DataType, TypeKind};
@@ -79,75 +81,184 @@ impl BinaryRow {
     /// Every value must be of an atomic type; NULL non-compact decimals and timestamps reserve
     /// their variable-length space as Java does (§5.5).
     pub fn encode(values: &[ScalarValue]) -> Result<Vec<u8>> {
-        let arity = values.len();
-        let null_bytes = ((arity + 63 + 8) / 64) * 8;
-        let fixed = null_bytes + 8 * arity;
-        let mut row = vec![0u8; fixed];
-        let mut var: Vec<u8> = Vec::new();
-        for (i, v) in values.iter().enumerate() {
-            let slot_at = null_bytes + 8 * i;
-            let var_offset = (fixed + var.len()) as u64;
-            if v.is_null() {
+        let mut out = Vec::new();
+        write_row(values.len(), values.iter().map(scalar_field), &mut out)?;
+        Ok(out)
+    }
+
+    /// Encodes row `row` of `columns` into `out` (cleared first), byte-identical to
+    /// [`Self::encode`] of the same values. Reads the arrays directly: no `ScalarValue` per
+    /// value, no allocation once `out` has grown.
+    pub(crate) fn encode_columns(columns: &[&dyn Array], row: usize, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        write_row(columns.len(), columns.iter().map(|c| array_field(*c, row)), out)
+    }
+}
+
+/// One field of a row being encoded.
+enum Field<'a> {
+    /// NULL; non-compact decimals and timestamps still reserve their variable part.
+    Null { reserve: usize },
+    /// A value stored in its 8-byte slot.
+    Slot([u8; 8]),
+    /// A string or binary value (inline up to 7 bytes).
+    Bytes(&'a [u8]),
+    /// A decimal of precision > 18.
+    BigDecimal(i128),
+    /// A timestamp of precision > 3: milliseconds in the variable part, nanos of the
+    /// millisecond in the slot.
+    Timestamp { millis: i64, nanos: i64 },
+}
+
+fn unsupported(what: impl std::fmt::Display) -> Error {
+    Error::Unsupported(format!("BinaryRow encoding of {what}"))
+}
+
+fn scalar_field(v: &ScalarValue) -> Result<Field<'_>> {
+    if v.is_null() {
+        let reserve = match v {
+            ScalarValue::Decimal128(_, p, _) if *p > 18 => 16,
+            ScalarValue::TimestampMicrosecond(..) | ScalarValue::TimestampNanosecond(..) => 8,
+            _ => 0,
+        };
+        return Ok(Field::Null { reserve });
+    }
+    Ok(match v {
+        ScalarValue::Boolean(Some(b)) => Field::Slot((*b as i64).to_le_bytes()),
+        ScalarValue::Int8(Some(x)) => Field::Slot(((*x as u8) as i64).to_le_bytes()),
+        ScalarValue::Int16(Some(x)) => Field::Slot(((*x as u16) as i64).to_le_bytes()),
+        ScalarValue::Int32(Some(x))
+        | ScalarValue::Date32(Some(x))
+        | ScalarValue::Time32Millisecond(Some(x)) => Field::Slot(((*x as u32) as i64).to_le_bytes()),
+        ScalarValue::Int64(Some(x)) => Field::Slot(x.to_le_bytes()),
+        ScalarValue::Float32(Some(x)) => Field::Slot((x.to_bits() as i64).to_le_bytes()),
+        ScalarValue::Float64(Some(x)) => Field::Slot(x.to_bits().to_le_bytes()),
+        ScalarValue::Utf8(Some(s)) => Field::Bytes(s.as_bytes()),
+        ScalarValue::Binary(Some(b)) => Field::Bytes(b),
+        ScalarValue::Decimal128(Some(x), p, _) if *p <= 18 => Field::Slot((*x as i64).to_le_bytes()),
+        ScalarValue::Decimal128(Some(x), _, _) => Field::BigDecimal(*x),
+        ScalarValue::TimestampSecond(Some(x), _) => Field::Slot((x * 1000).to_le_bytes()),
+        ScalarValue::TimestampMillisecond(Some(x), _) => Field::Slot(x.to_le_bytes()),
+        ScalarValue::TimestampMicrosecond(Some(x), _) => Field::Timestamp {
+            millis: x.div_euclid(1000),
+            nanos: x.rem_euclid(1000) * 1000,
+        },
+        ScalarValue::TimestampNanosecond(Some(x), _) => Field::Timestamp {
+            millis: x.div_euclid(1_000_000),
+            nanos: x.rem_euclid(1_000_000),
+        },
+        other => return Err(unsupported(other.data_type())),
+    })
+}
+
+fn array_field(a: &dyn Array, row: usize) -> Result<Field<'_>> {
+    use arrow::datatypes::{
+        Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
+        Time32MillisecondType, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
+        TimestampNanosecondType, TimestampSecondType,
+    };
+    let ty = a.data_type();
+    if a.is_null(row) {
+        let reserve = match ty {
+            ArrowType::Decimal128(p, _) if *p > 18 => 16,
+            ArrowType::Timestamp(TimeUnit::Microsecond | TimeUnit::Nanosecond, _) => 8,
+            _ => 0,
+        };
+        return Ok(Field::Null { reserve });
+    }
+    let slot = |x: i64| Field::Slot(x.to_le_bytes());
+    Ok(match ty {
+        ArrowType::Boolean => slot(a.as_boolean().value(row) as i64),
+        ArrowType::Int8 => slot((a.as_primitive::<Int8Type>().value(row) as u8) as i64),
+        ArrowType::Int16 => slot((a.as_primitive::<Int16Type>().value(row) as u16) as i64),
+        ArrowType::Int32 => slot((a.as_primitive::<Int32Type>().value(row) as u32) as i64),
+        ArrowType::Date32 => slot((a.as_primitive::<Date32Type>().value(row) as u32) as i64),
+        ArrowType::Time32(TimeUnit::Millisecond) => {
+            slot((a.as_primitive::<Time32MillisecondType>().value(row) as u32) as i64)
+        }
+        ArrowType::Int64 => slot(a.as_primitive::<Int64Type>().value(row)),
+        ArrowType::Float32 => slot(a.as_primitive::<Float32Type>().value(row).to_bits() as i64),
+        ArrowType::Float64 => slot(a.as_primitive::<Float64Type>().value(row).to_bits() as i64),
+        ArrowType::Utf8 => Field::Bytes(a.as_string::<i32>().value(row).as_bytes()),
+        ArrowType::LargeUtf8 => Field::Bytes(a.as_string::<i64>().value(row).as_bytes()),
+        ArrowType::Utf8View => Field::Bytes(a.as_string_view().value(row).as_bytes()),
+        ArrowType::Binary => Field::Bytes(a.as_binary::<i32>().value(row)),
+        ArrowType::LargeBinary => Field::Bytes(a.as_binary::<i64>().value(row)),
+        ArrowType::BinaryView => Field::Bytes(a.as_binary_view().value(row)),
+        ArrowType::Decimal128(p, _) => {
+            let x = a.as_primitive::<Decimal128Type>().value(row);
+            if *p <= 18 {
+                slot(x as i64)
+            } else {
+                Field::BigDecimal(x)
+            }
+        }
+        ArrowType::Timestamp(TimeUnit::Second, _) => {
+            slot(a.as_primitive::<TimestampSecondType>().value(row) * 1000)
+        }
+        ArrowType::Timestamp(TimeUnit::Millisecond, _) => {
+            slot(a.as_primitive::<TimestampMillisecondType>().value(row))
+        }
+        ArrowType::Timestamp(TimeUnit::Microsecond, _) => {
+            let x = a.as_primitive::<TimestampMicrosecondType>().value(row);
+            Field::Timestamp {
+                millis: x.div_euclid(1000),
+                nanos: x.rem_euclid(1000) * 1000,
+            }
+        }
+        ArrowType::Timestamp(TimeUnit::Nanosecond, _) => {
+            let x = a.as_primitive::<TimestampNanosecondType>().value(row);
+            Field::Timestamp {
+                millis: x.div_euclid(1_000_000),
+                nanos: x.rem_euclid(1_000_000),
+            }
+        }
+        other => return Err(unsupported(other)),
+    })
+}
+
+/// Writes the manifest envelope (`int32 BE arity`, null bits, slots, variable part) of `arity`
+/// fields into `out`.
+fn write_row<'a>(
+    arity: usize,
+    fields: impl Iterator<Item = Result<Field<'a>>>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let null_bytes = ((arity + 63 + 8) / 64) * 8;
+    let fixed = null_bytes + 8 * arity;
+    out.extend_from_slice(&(arity as i32).to_be_bytes());
+    let row_start = out.len();
+    out.resize(row_start + fixed, 0);
+    for (i, field) in fields.enumerate() {
+        let slot_at = row_start + null_bytes + 8 * i;
+        let var_offset = (out.len() - row_start) as u64;
+        let slot: [u8; 8] = match field? {
+            Field::Null { reserve } => {
                 let bit = i + 8;
-                row[bit >> 3] |= 1 << (bit & 7);
-                let reserve = match v {
-                    ScalarValue::Decimal128(_, p, _) if *p > 18 => 16,
-                    ScalarValue::TimestampMicrosecond(..) | ScalarValue::TimestampNanosecond(..) => 8,
-                    _ => 0,
-                };
+                out[row_start + (bit >> 3)] |= 1 << (bit & 7);
                 if reserve > 0 {
-                    row[slot_at..slot_at + 8].copy_from_slice(&(var_offset << 32).to_le_bytes());
-                    var.extend(std::iter::repeat_n(0u8, reserve));
+                    out[slot_at..slot_at + 8].copy_from_slice(&(var_offset << 32).to_le_bytes());
+                    out.extend(std::iter::repeat_n(0u8, reserve));
                 }
                 continue;
             }
-            let slot: [u8; 8] = match v {
-                ScalarValue::Boolean(Some(b)) => (*b as i64).to_le_bytes(),
-                ScalarValue::Int8(Some(x)) => ((*x as u8) as i64).to_le_bytes(),
-                ScalarValue::Int16(Some(x)) => ((*x as u16) as i64).to_le_bytes(),
-                ScalarValue::Int32(Some(x))
-                | ScalarValue::Date32(Some(x))
-                | ScalarValue::Time32Millisecond(Some(x)) => ((*x as u32) as i64).to_le_bytes(),
-                ScalarValue::Int64(Some(x)) => x.to_le_bytes(),
-                ScalarValue::Float32(Some(x)) => (x.to_bits() as i64).to_le_bytes(),
-                ScalarValue::Float64(Some(x)) => x.to_bits().to_le_bytes(),
-                ScalarValue::Utf8(Some(s)) => bytes_slot(s.as_bytes(), var_offset, &mut var),
-                ScalarValue::Binary(Some(b)) => bytes_slot(b, var_offset, &mut var),
-                ScalarValue::Decimal128(Some(x), p, _) if *p <= 18 => (*x as i64).to_le_bytes(),
-                ScalarValue::Decimal128(Some(x), _, _) => {
-                    let bytes = minimal_be_bytes(*x);
-                    let mut chunk = [0u8; 16];
-                    chunk[..bytes.len()].copy_from_slice(&bytes);
-                    var.extend_from_slice(&chunk);
-                    ((var_offset << 32) | bytes.len() as u64).to_le_bytes()
-                }
-                ScalarValue::TimestampSecond(Some(x), _) => (x * 1000).to_le_bytes(),
-                ScalarValue::TimestampMillisecond(Some(x), _) => x.to_le_bytes(),
-                ScalarValue::TimestampMicrosecond(Some(x), _) => {
-                    let (millis, nanos) = (x.div_euclid(1000), x.rem_euclid(1000) * 1000);
-                    var.extend_from_slice(&millis.to_le_bytes());
-                    ((var_offset << 32) | nanos as u64).to_le_bytes()
-                }
-                ScalarValue::TimestampNanosecond(Some(x), _) => {
-                    let (millis, nanos) = (x.div_euclid(1_000_000), x.rem_euclid(1_000_000));
-                    var.extend_from_slice(&millis.to_le_bytes());
-                    ((var_offset << 32) | nanos as u64).to_le_bytes()
-                }
-                other => {
-                    return Err(Error::Unsupported(format!(
-                        "BinaryRow encoding of {}",
-                        other.data_type()
-                    )))
-                }
-            };
-            row[slot_at..slot_at + 8].copy_from_slice(&slot);
-        }
-        let mut out = Vec::with_capacity(4 + row.len() + var.len());
-        out.extend_from_slice(&(arity as i32).to_be_bytes());
-        out.extend_from_slice(&row);
-        out.extend_from_slice(&var);
-        Ok(out)
+            Field::Slot(slot) => slot,
+            Field::Bytes(b) => bytes_slot(b, var_offset, out),
+            Field::BigDecimal(x) => {
+                let bytes = minimal_be_bytes(x);
+                let mut chunk = [0u8; 16];
+                chunk[..bytes.len()].copy_from_slice(&bytes);
+                out.extend_from_slice(&chunk);
+                ((var_offset << 32) | bytes.len() as u64).to_le_bytes()
+            }
+            Field::Timestamp { millis, nanos } => {
+                out.extend_from_slice(&millis.to_le_bytes());
+                ((var_offset << 32) | nanos as u64).to_le_bytes()
+            }
+        };
+        out[slot_at..slot_at + 8].copy_from_slice(&slot);
     }
+    Ok(())
 }
 
 /// Inline for up to 7 bytes, else appended to the 8-byte aligned variable part.
@@ -324,6 +435,45 @@ mod tests {
             hex("00000001 0000000000000000 0a00000010000000 323032342d30312d 3031000000000000")
         );
         assert_eq!(BinaryRow::encode(&[]).unwrap(), hex("00000000 0000000000000000"));
+    }
+
+    #[test]
+    fn columns_encode_like_their_values() {
+        use arrow::array::{
+            ArrayRef, BooleanArray, Decimal128Array, Int16Array, Int64Array, StringArray,
+            TimestampMicrosecondArray,
+        };
+        use std::sync::Arc;
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![Some(-7), None, Some(1 << 40)])),
+            Arc::new(StringArray::from(vec![
+                Some("short"),
+                Some("a longer string"),
+                None,
+            ])),
+            Arc::new(BooleanArray::from(vec![Some(true), Some(false), None])),
+            Arc::new(Int16Array::from(vec![Some(-1), Some(2), Some(3)])),
+            Arc::new(
+                Decimal128Array::from(vec![Some(123_456_789_012_345_678_901i128), None, Some(-5)])
+                    .with_precision_and_scale(25, 2)
+                    .unwrap(),
+            ),
+            Arc::new(TimestampMicrosecondArray::from(vec![
+                Some(1_700_000_000_123_456),
+                None,
+                Some(-1),
+            ])),
+        ];
+        let arrays: Vec<&dyn Array> = columns.iter().map(|c| c.as_ref()).collect();
+        let mut out = Vec::new();
+        for row in 0..3 {
+            let values: Vec<ScalarValue> = columns
+                .iter()
+                .map(|c| ScalarValue::try_from_array(c, row).unwrap())
+                .collect();
+            BinaryRow::encode_columns(&arrays, row, &mut out).unwrap();
+            assert_eq!(out, BinaryRow::encode(&values).unwrap(), "row {row}");
+        }
     }
 
     #[test]

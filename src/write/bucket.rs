@@ -35,16 +35,12 @@ pub(crate) fn fixed_buckets(
     columns: &[usize],
     num_buckets: i32,
 ) -> datafusion::common::Result<Vec<i32>> {
+    let arrays: Vec<&dyn arrow::array::Array> = columns.iter().map(|&c| batch.column(c).as_ref()).collect();
+    let mut row = Vec::with_capacity(64);
     (0..batch.num_rows())
-        .map(|row| {
-            let values = columns
-                .iter()
-                .map(|&c| datafusion::common::ScalarValue::try_from_array(batch.column(c), row))
-                .collect::<datafusion::common::Result<Vec<_>>>()?;
-            Ok(fixed_bucket(
-                &crate::spec::BinaryRow::encode(&values)?,
-                num_buckets,
-            ))
+        .map(|i| {
+            crate::spec::BinaryRow::encode_columns(&arrays, i, &mut row)?;
+            Ok(fixed_bucket(&row, num_buckets))
         })
         .collect()
 }

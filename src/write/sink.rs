@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, Int64Array, Int8Array, RecordBatch, UInt32Array};
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array, Int8Array, RecordBatch, UInt32Array};
 use arrow::compute::{cast, take_record_batch};
 use arrow::datatypes::Int8Type;
 use arrow::datatypes::SchemaRef;
@@ -353,50 +353,79 @@ impl PaimonSink {
             .collect()
     }
 
-    /// Serialized partition and bucket of every row. Dynamic buckets are assigned by
-    /// `assigner`, which loads the index of each partition the batch touches.
+    /// The (partition, bucket) targets of a batch and the index of every row's target.
+    /// Partition and bucket-key values are encoded as BinaryRows straight from the columns into
+    /// one reused buffer; dynamic buckets are assigned by `assigner`, which loads the index of
+    /// each partition the batch touches.
     async fn route(
         &self,
         routing: &RowRouting,
         batch: &RecordBatch,
         assigner: Option<&mut BucketAssigner>,
-    ) -> Result<Vec<PartitionBucket>> {
-        let row_bytes = |columns: &[usize], row: usize| -> Result<Vec<u8>> {
-            let values = columns
-                .iter()
-                .map(|c| ScalarValue::try_from_array(batch.column(*c), row))
-                .collect::<Result<Vec<_>>>()?;
-            Ok(BinaryRow::encode(&values)?)
+    ) -> Result<(Vec<PartitionBucket>, Vec<u32>)> {
+        let columns = |indices: &[usize]| -> Vec<&dyn Array> {
+            indices.iter().map(|c| batch.column(*c).as_ref()).collect()
         };
-        let unpartitioned = BinaryRow::encode(&[])?;
-        let partitions = (0..batch.num_rows())
-            .map(|row| {
-                if routing.partition_columns.is_empty() {
-                    Ok(unpartitioned.clone())
-                } else {
-                    row_bytes(&routing.partition_columns, row)
-                }
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let mut buckets = Vec::with_capacity(partitions.len());
-        match (routing.buckets, assigner) {
-            (BucketMode::Fixed(n), _) => buckets = fixed_buckets(batch, &routing.bucket_columns, n)?,
-            (BucketMode::Unaware, _) => buckets.resize(partitions.len(), 0),
-            (BucketMode::Postpone, _) => buckets.resize(partitions.len(), -2),
+        let partition_columns = columns(&routing.partition_columns);
+        let bucket_columns = columns(&routing.bucket_columns);
+        let rows = batch.num_rows();
+        // Distinct partitions, and each row's.
+        let mut partitions: Vec<Vec<u8>> = Vec::new();
+        let mut row_partition: Vec<u32> = Vec::with_capacity(rows);
+        if partition_columns.is_empty() {
+            partitions.push(BinaryRow::encode(&[])?);
+            row_partition.resize(rows, 0);
+        } else {
+            let mut seen: HashMap<Vec<u8>, u32> = HashMap::new();
+            let mut buf = Vec::new();
+            for row in 0..rows {
+                BinaryRow::encode_columns(&partition_columns, row, &mut buf)?;
+                let index = match seen.get(buf.as_slice()) {
+                    Some(i) => *i,
+                    None => {
+                        let i = partitions.len() as u32;
+                        partitions.push(buf.clone());
+                        seen.insert(buf.clone(), i);
+                        i
+                    }
+                };
+                row_partition.push(index);
+            }
+        }
+        let buckets: Vec<i32> = match (routing.buckets, assigner) {
+            (BucketMode::Fixed(n), _) => fixed_buckets(batch, &routing.bucket_columns, n)?,
+            (BucketMode::Unaware, _) => vec![0; rows],
+            (BucketMode::Postpone, _) => vec![-2; rows],
             (BucketMode::Dynamic, Some(assigner)) => {
-                for partition in partitions.iter().collect::<BTreeSet<_>>() {
+                for partition in &partitions {
                     assigner.load(&self.meta, partition).await?;
                 }
-                for (row, partition) in partitions.iter().enumerate() {
-                    let key = row_bytes(&routing.bucket_columns, row)?;
-                    buckets.push(assigner.assign(partition, hash_binary_row(&key[4..]))?);
+                let mut buf = Vec::new();
+                let mut buckets = Vec::with_capacity(rows);
+                for (row, p) in row_partition.iter().enumerate() {
+                    BinaryRow::encode_columns(&bucket_columns, row, &mut buf)?;
+                    buckets.push(assigner.assign(&partitions[*p as usize], hash_binary_row(&buf[4..]))?);
                 }
+                buckets
             }
             (BucketMode::Dynamic, None) => {
                 return exec_err!("Table {} has dynamic buckets but no bucket assigner", self.table)
             }
-        }
-        Ok(partitions.into_iter().zip(buckets).collect())
+        };
+        // Targets in order of first appearance.
+        let mut targets: Vec<PartitionBucket> = Vec::new();
+        let mut target_of: HashMap<(u32, i32), u32> = HashMap::new();
+        let row_target = row_partition
+            .iter()
+            .zip(&buckets)
+            .map(|(p, b)| {
+                *target_of.entry((*p, *b)).or_insert_with(|| {
+                    targets.push((partitions[*p as usize].clone(), *b));
+                    (targets.len() - 1) as u32
+                })
+            })
+            .collect();
+        Ok((targets, row_target))
     }
 
     /// Next sequence number of every bucket that already holds files.
@@ -583,12 +612,12 @@ impl DataSink for PaimonSink {
             if batch.num_rows() == 0 {
                 continue;
             }
-            let targets = self.route(&routing, &batch, assigner.as_mut()).await?;
-            let mut groups: HashMap<&PartitionBucket, Vec<u32>> = HashMap::new();
-            for (row, target) in targets.iter().enumerate() {
-                groups.entry(target).or_default().push(row as u32);
+            let (targets, row_target) = self.route(&routing, &batch, assigner.as_mut()).await?;
+            let mut target_rows: Vec<Vec<u32>> = vec![Vec::new(); targets.len()];
+            for (row, target) in row_target.iter().enumerate() {
+                target_rows[*target as usize].push(row as u32);
             }
-            for (group, rows) in groups {
+            for (group, rows) in targets.iter().zip(target_rows) {
                 let start = *next_seq.entry(group.clone()).or_insert(0);
                 next_seq.insert(group.clone(), start + rows.len() as i64);
                 let rows = UInt32Array::from(rows);
