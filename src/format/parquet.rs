@@ -12,6 +12,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::ObjectStore;
 use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection};
+use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnWriter, ArrowRowGroupWriterFactory};
 #[allow(
     deprecated,
     reason = "ParquetObjectReader still serves object_store 0.13; revisit with arrow-rs #10308"
@@ -22,6 +23,7 @@ use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
 
 use super::{FileFormat, WriteFormat};
 use crate::deletion_vector::DeletionVector;
@@ -29,8 +31,22 @@ use crate::deletion_vector::DeletionVector;
 /// `file.compression` values this format writes.
 pub(super) const COMPRESSIONS: &[&str] = &["zstd", "snappy", "lz4", "gzip", "none", "uncompressed"];
 
-/// A Parquet file being written: row groups are encoded as they fill.
-pub(super) struct Encoder(ArrowWriter<Vec<u8>>);
+/// A Parquet file being written: row groups are encoded as they fill, and the columns of each
+/// batch are encoded in parallel (one bucket's flush or compaction would otherwise encode on
+/// one core while the others idle).
+pub(super) struct Encoder {
+    file: SerializedFileWriter<Vec<u8>>,
+    factory: ArrowRowGroupWriterFactory,
+    schema: SchemaRef,
+    /// Column writers of the open row group (none open when empty).
+    columns: Vec<ArrowColumnWriter>,
+    row_group_rows: usize,
+    row_groups_written: usize,
+    max_row_group_rows: usize,
+}
+
+/// Batches smaller than this encode on the calling thread: spawning is not worth it.
+const PARALLEL_ENCODE_MIN_ROWS: usize = 2048;
 
 impl Encoder {
     pub(super) fn new(write: &WriteFormat, schema: SchemaRef) -> Result<Self> {
@@ -49,21 +65,109 @@ impl Encoder {
             }
         };
         let props = WriterProperties::builder().set_compression(compression).build();
-        Ok(Encoder(ArrowWriter::try_new(Vec::new(), schema, Some(props))?))
+        let max_row_group_rows = props.max_row_group_row_count().unwrap_or(usize::MAX).max(1);
+        // ArrowWriter sets up the file as usual (Arrow schema in the footer metadata); its
+        // low-level parts let the columns be encoded on several threads.
+        let (file, factory) =
+            ArrowWriter::try_new(Vec::new(), Arc::clone(&schema), Some(props))?.into_serialized_writer()?;
+        Ok(Encoder {
+            file,
+            factory,
+            schema,
+            columns: Vec::new(),
+            row_group_rows: 0,
+            row_groups_written: 0,
+            max_row_group_rows,
+        })
     }
 
     pub(super) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
-        Ok(self.0.write(batch)?)
+        let mut offset = 0;
+        while offset < batch.num_rows() {
+            if self.columns.is_empty() {
+                self.columns = self.factory.create_column_writers(self.row_groups_written)?;
+            }
+            let take = (batch.num_rows() - offset).min(self.max_row_group_rows - self.row_group_rows);
+            self.encode(&batch.slice(offset, take))?;
+            offset += take;
+            self.row_group_rows += take;
+            if self.row_group_rows >= self.max_row_group_rows {
+                self.close_row_group()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Encodes `batch` into the open row group, each column on the next free thread.
+    fn encode(&mut self, batch: &RecordBatch) -> Result<()> {
+        let mut leaves = Vec::with_capacity(self.columns.len());
+        for (field, column) in self.schema.fields().iter().zip(batch.columns()) {
+            leaves.extend(compute_leaves(field, column)?);
+        }
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(leaves.len());
+        if threads <= 1 || batch.num_rows() < PARALLEL_ENCODE_MIN_ROWS {
+            for (writer, leaf) in self.columns.iter_mut().zip(&leaves) {
+                writer.write(leaf)?;
+            }
+            return Ok(());
+        }
+        let jobs = std::sync::Mutex::new(self.columns.iter_mut().zip(leaves.iter()));
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| -> Result<()> {
+                        loop {
+                            let next = jobs
+                                .lock()
+                                .map_err(|_| exec_datafusion_err!("Parquet column encoder panicked"))?
+                                .next();
+                            let Some((writer, leaf)) = next else { return Ok(()) };
+                            writer.write(leaf)?;
+                        }
+                    })
+                })
+                .collect();
+            workers.into_iter().try_for_each(|w| {
+                w.join()
+                    .map_err(|_| exec_datafusion_err!("Parquet column encoder panicked"))?
+            })
+        })
+    }
+
+    fn close_row_group(&mut self) -> Result<()> {
+        if self.columns.is_empty() {
+            return Ok(());
+        }
+        let chunks = std::mem::take(&mut self.columns)
+            .into_iter()
+            .map(ArrowColumnWriter::close)
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let mut row_group = self.file.next_row_group()?;
+        for chunk in chunks {
+            chunk.append_to_row_group(&mut row_group)?;
+        }
+        row_group.close()?;
+        self.row_group_rows = 0;
+        self.row_groups_written += 1;
+        Ok(())
     }
 
     /// Bytes written plus the estimated encoded size of the open row group.
     pub(super) fn size(&self) -> usize {
-        self.0.bytes_written() + self.0.in_progress_size()
+        self.file.bytes_written()
+            + self
+                .columns
+                .iter()
+                .map(ArrowColumnWriter::get_estimated_total_bytes)
+                .sum::<usize>()
     }
 
     pub(super) fn finish(mut self) -> Result<Vec<u8>> {
-        self.0.finish()?;
-        Ok(std::mem::take(self.0.inner_mut()))
+        self.close_row_group()?;
+        self.file.finish()?;
+        Ok(std::mem::take(self.file.inner_mut()))
     }
 }
 

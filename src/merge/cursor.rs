@@ -274,7 +274,7 @@ impl RunCursor {
 }
 
 /// Marks a [`sort_key`] of a row longer than 15 bytes (not exact).
-pub(super) const LONG: u128 = 0xFF;
+pub(crate) const LONG: u128 = 0xFF;
 
 /// An integer that orders row bytes like `memcmp`, exactly for rows of at most 15 bytes.
 ///
@@ -292,7 +292,7 @@ pub(super) const LONG: u128 = 0xFF;
 /// Fixed-width keys fit: a non-null Int32 row is 5 bytes, Int64 9, (Int32, Int32) 10, a short
 /// string 10.
 #[inline]
-fn sort_key(data: &[u8]) -> u128 {
+pub(crate) fn sort_key(data: &[u8]) -> u128 {
     let len = data.len();
     if let Some(chunk) = data.first_chunk::<16>() {
         return (u128::from_be_bytes(*chunk) & !0xFF) | LONG;
@@ -324,7 +324,7 @@ fn sort_key(data: &[u8]) -> u128 {
 /// Compares two rows by their [`sort_key`]s, falling back to `bytes` (comparing the rows'
 /// bytes) only for long rows with equal keys.
 #[inline]
-fn cmp_sort_keys(a: u128, b: u128, bytes: impl FnOnce() -> Ordering) -> Ordering {
+pub(crate) fn cmp_sort_keys(a: u128, b: u128, bytes: impl FnOnce() -> Ordering) -> Ordering {
     match a.cmp(&b) {
         Ordering::Equal if a & 0xFF == LONG => bytes(),
         ordering => ordering,

@@ -64,6 +64,7 @@ mod cursor;
 pub(crate) mod engine;
 mod loser_tree;
 pub(crate) mod reduce;
+pub(crate) mod row_sort;
 mod stream;
 #[cfg(test)]
 mod tests;

@@ -117,9 +117,7 @@ impl BucketBuffer {
                 .map(|&i| Arc::clone(values.column(i)))
                 .collect::<Vec<_>>(),
         )?;
-        let mut order: Vec<u32> = (0..values.num_rows() as u32).collect();
-        order.sort_by(|&a, &b| keys.row(a as usize).cmp(&keys.row(b as usize)));
-        let order = UInt32Array::from(order);
+        let order = UInt32Array::from(crate::merge::row_sort::stable_key_order(&keys));
         Ok(Some(DataFileRows {
             values: take_record_batch(&values, &order)?,
             kv: Some((

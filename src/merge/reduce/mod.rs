@@ -92,8 +92,7 @@ pub(crate) fn fold_batch(
             .collect::<Vec<_>>(),
     )?;
     // A stable sort keeps each key's records in arrival order.
-    let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
-    order.sort_by(|&a, &b| keys.row(a as usize).cmp(&keys.row(b as usize)));
+    let order = crate::merge::row_sort::stable_key_order(&keys);
 
     // (0, row) = a single record; (1, g) = the result of group g.
     let mut indices: Vec<(usize, usize)> = Vec::with_capacity(order.len());
