@@ -40,6 +40,17 @@ pub enum Error {
         /// An input file that disappeared.
         file: String,
     },
+    /// A row-level DELETE or UPDATE read files or deletion vectors that a concurrent commit
+    /// changed before it landed: nothing is committed; run the statement again.
+    #[error(
+        "{statement} conflicts with a concurrent commit: {what} changed; nothing was committed, run it again"
+    )]
+    RowLevelConflict {
+        /// `DELETE` or `UPDATE`.
+        statement: String,
+        /// The file or deletion vectors that changed.
+        what: String,
+    },
     /// An option has a value this implementation does not accept.
     #[error("invalid value '{value}' for option '{key}': {reason}")]
     InvalidOption {

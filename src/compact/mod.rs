@@ -212,6 +212,7 @@ impl Compaction<'_> {
         let request = CommitRequest {
             index_added,
             index_removed,
+            row_level: None,
             added: result.after,
             overwrite: OverwriteScope::None,
             partition_types: self.schema.partition_types(),

@@ -114,6 +114,7 @@ impl Compaction<'_> {
         let request = CommitRequest {
             index_added: vec![],
             index_removed: vec![],
+            row_level: None,
             added,
             overwrite: OverwriteScope::None,
             partition_types: self.schema.partition_types(),

@@ -146,6 +146,7 @@ pub(crate) async fn expire_partitions(
         changelog: vec![],
         index_added: vec![],
         index_removed: vec![],
+        row_level: None,
     };
     meta.commit(&request).await?;
     Ok(expired.into_keys().collect())

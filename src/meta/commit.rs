@@ -197,6 +197,26 @@ pub(crate) struct CommitRequest {
     /// Index files dropped without a replacement, matched by (partition, bucket, index type):
     /// a bucket whose deletion vectors all went with their data files.
     pub(crate) index_removed: Vec<IndexManifestEntry>,
+    /// A row-level DELETE or UPDATE on an append table: what it read must be unchanged when
+    /// it lands (see [`RowLevelBase`]).
+    pub(crate) row_level: Option<RowLevelBase>,
+}
+
+/// What a row-level DELETE or UPDATE of an append table based its result on. Files it rewrote
+/// (copy-on-write) are removed with DELETE entries; files it marked in deletion vectors stay.
+/// Either must still be live, and the deletion-vector index files of the buckets it touched
+/// must be the ones it read, otherwise the commit fails with `RowLevelConflict` (its vectors
+/// would drop rows deleted concurrently, or point at files compacted away).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RowLevelBase {
+    /// `DELETE` or `UPDATE`.
+    pub(crate) statement: String,
+    /// Files rewritten without (or with updated) matching rows: removed by this commit.
+    pub(crate) rewritten: Vec<ManifestEntry>,
+    /// Files whose new deletion vectors this commit writes.
+    pub(crate) marked: Vec<ManifestEntry>,
+    /// Names of the DELETION_VECTORS index files of the touched buckets when they were read.
+    pub(crate) index_files: Vec<String>,
 }
 
 /// Bounded retries when another writer wins the race for the next snapshot id.
@@ -216,6 +236,7 @@ impl TableMeta {
             && req.compacted.is_empty()
             && req.changelog.is_empty()
             && req.overwrite == OverwriteScope::None
+            && req.row_level.is_none()
         {
             return Ok(None);
         }
@@ -265,6 +286,13 @@ impl TableMeta {
                     ..input.clone()
                 });
             }
+        }
+        if let Some(base) = &req.row_level {
+            self.check_row_level_base(latest.as_ref(), base).await?;
+            delta.extend(base.rewritten.iter().map(|e| ManifestEntry {
+                kind: FileKind::Delete,
+                ..e.clone()
+            }));
         }
         if req.overwrite != OverwriteScope::None {
             if let Some(l) = &latest {
@@ -348,7 +376,8 @@ impl TableMeta {
             .sum();
         let kind = if !req.compacted.is_empty() {
             "COMPACT"
-        } else if delta.iter().any(|e| e.kind == FileKind::Delete) {
+        } else if delta.iter().any(|e| e.kind == FileKind::Delete) || req.row_level.is_some() {
+            // A row-level change removes files or adds deletion vectors (format.md §3.2).
             "OVERWRITE"
         } else {
             "APPEND"
@@ -372,6 +401,62 @@ impl TableMeta {
 }
 
 impl TableMeta {
+    /// Fails with `RowLevelConflict` unless every file `base` read is still live and the
+    /// touched buckets' deletion-vector index files are the ones it read.
+    async fn check_row_level_base(&self, latest: Option<&Snapshot>, base: &RowLevelBase) -> Result<()> {
+        let conflict = |what: String| Error::RowLevelConflict {
+            statement: base.statement.clone(),
+            what,
+        };
+        let Some(latest) = latest else {
+            return match base.rewritten.iter().chain(&base.marked).next() {
+                Some(e) => Err(conflict(format!("data file {}", e.file.file_name))),
+                None => Ok(()),
+            };
+        };
+        let live = self.live_files(latest, |_| true).await?;
+        for e in base.rewritten.iter().chain(&base.marked) {
+            let still_live = live
+                .groups
+                .get(&(e.partition.clone(), e.bucket))
+                .is_some_and(|files| files.iter().any(|f| f.file.file_name == e.file.file_name));
+            if !still_live {
+                return Err(conflict(format!("data file {}", e.file.file_name)));
+            }
+        }
+        if base.marked.is_empty() {
+            return Ok(());
+        }
+        let buckets: std::collections::HashSet<(&[u8], i32)> = base
+            .marked
+            .iter()
+            .map(|e| (e.partition.as_slice(), e.bucket))
+            .collect();
+        let mut now: Vec<String> = match &latest.index_manifest {
+            Some(name) => self
+                .index_manifest(name)
+                .await?
+                .into_iter()
+                .filter(|e| {
+                    e.kind == FileKind::Add
+                        && e.index_type == crate::deletion_vector::DELETION_VECTORS_INDEX
+                        && buckets.contains(&(e.partition.as_slice(), e.bucket))
+                })
+                .map(|e| e.file_name)
+                .collect(),
+            None => vec![],
+        };
+        let mut read = base.index_files.clone();
+        now.sort();
+        read.sort();
+        if now != read {
+            return Err(conflict(
+                "the deletion vectors of the touched buckets".to_string(),
+            ));
+        }
+        Ok(())
+    }
+
     /// The index manifest of the next snapshot: the previous one's entries, minus HASH entries
     /// of overwritten partitions and entries replaced by `req.index_added`, plus those. The
     /// previous name is reused when nothing changes (format.md §4.8).

@@ -10,7 +10,7 @@ mod manifests;
 mod schemas;
 mod snapshots;
 
-pub(crate) use commit::{CommitRequest, OverwriteScope};
+pub(crate) use commit::{CommitRequest, OverwriteScope, RowLevelBase};
 pub(crate) use consumers::valid_consumer_id;
 pub(crate) use manifests::PartitionBucket;
 

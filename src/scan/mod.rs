@@ -17,7 +17,9 @@ pub(crate) use exec::{ReadView, ScanContext};
 pub(crate) use file_read::{read_file, FileToRead, ReadLayout};
 pub use incremental::PaimonIncrementalScanExec;
 pub(crate) use parallel::spread_over_partitions;
-pub(crate) use plan::{lookup_read, plan_scan, pruning_predicate, PlanRequest};
+pub(crate) use plan::{
+    load_file_schemas, lookup_read, plan_scan, prune_files, pruning_predicate, PlanRequest,
+};
 pub(crate) use row_selection::StatsPruning;
 #[allow(unused_imports)]
 pub(crate) use split::{Split, SplitFile};

@@ -141,7 +141,7 @@ pub(crate) fn pruning_predicate(
 }
 
 /// Loads the schema of every file not loaded yet.
-pub(super) async fn load_file_schemas(
+pub(crate) async fn load_file_schemas(
     meta: &TableMeta,
     files: &[&ManifestEntry],
     file_schemas: &mut HashMap<i64, Arc<TableSchema>>,
@@ -157,7 +157,7 @@ pub(super) async fn load_file_schemas(
 /// The files of one (partition, bucket) that may hold rows matching `pruning`: partition
 /// values, key statistics (primary-key tables) or value statistics (append tables). Every
 /// file schema must be loaded.
-pub(super) fn prune_files<'a>(
+pub(crate) fn prune_files<'a>(
     pruning: &PruningPredicate,
     schema: &TableSchema,
     partition: &[ScalarValue],

@@ -27,7 +27,7 @@ use crate::scan::{
     ReadLayout, ReadView, ScanContext, StatsPruning,
 };
 use crate::spec::{MergeEngine, Snapshot, TableOptions, TableSchema};
-use crate::write::{PaimonSink, WriteKind};
+use crate::write::{AppendDmlExec, PaimonSink, WriteKind};
 
 /// A table (or its `$audit_log` / `$binlog` view) pinned to one snapshot, or reading the
 /// changes between two snapshots (`incremental-between*` read options).
@@ -194,6 +194,66 @@ impl PaimonTable {
 }
 
 impl PaimonTable {
+    /// Row-level DELETE (`assignments` = None) or UPDATE of an append table: deletion
+    /// vectors or copy-on-write (`write::AppendDmlExec`).
+    async fn append_dml(
+        &self,
+        state: &dyn Session,
+        filters: &[Expr],
+        assignments: Option<Vec<(String, Expr)>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if self.view != ReadView::Table || self.read_optimized {
+            return plan_err!("Cannot write to system table {}", self.name);
+        }
+        let schema = self.meta.latest_schema().await?;
+        let options = TableOptions::parse(&schema.options)?;
+        let arrow_schema = schema.arrow_schema();
+        let df_schema = DFSchema::try_from(arrow_schema.as_ref().clone())?;
+        let predicate = match conjunction(filters.to_vec()) {
+            Some(expr) => state.create_physical_expr(expr, &df_schema)?,
+            None => state.create_physical_expr(datafusion::logical_expr::lit(true), &df_schema)?,
+        };
+        let pruning = crate::scan::pruning_predicate(&schema, Some(&predicate));
+        let updates = match assignments {
+            None => None,
+            Some(assignments) => {
+                let bucket_keys: Vec<String> = schema
+                    .options
+                    .get("bucket-key")
+                    .map(|k| k.split(',').map(|c| c.trim().to_string()).collect())
+                    .unwrap_or_default();
+                let mut exprs: Vec<Arc<dyn datafusion::physical_expr::PhysicalExpr>> = Vec::new();
+                for (column, _) in &assignments {
+                    if schema.partition_keys.contains(column) || bucket_keys.contains(column) {
+                        return plan_err!(
+                            "Cannot update partition or bucket-key column '{column}' of table {}",
+                            self.name
+                        );
+                    }
+                }
+                for (i, field) in arrow_schema.fields().iter().enumerate() {
+                    exprs.push(match assignments.iter().find(|(c, _)| c == field.name()) {
+                        Some((_, e)) => {
+                            let physical = state.create_physical_expr(e.clone(), &df_schema)?;
+                            Arc::new(CastExpr::new(physical, field.data_type().clone(), None))
+                        }
+                        None => Arc::new(Column::new(field.name(), i)),
+                    });
+                }
+                Some(exprs)
+            }
+        };
+        Ok(Arc::new(AppendDmlExec::new(
+            self.name.clone(),
+            Arc::clone(&self.meta),
+            schema,
+            options,
+            predicate,
+            pruning,
+            updates,
+        )))
+    }
+
     /// A sink for this table with its latest schema; refuses `$audit_log` and append tables
     /// for row-level DML.
     async fn sink(&self, kind: WriteKind) -> Result<Arc<PaimonSink>> {
@@ -386,6 +446,9 @@ impl TableProvider for PaimonTable {
         } else {
             WriteKind::Delete
         };
+        if matches!(kind, WriteKind::Delete) && !self.schema.has_primary_key() {
+            return self.append_dml(state, &filters, None).await;
+        }
         let sink = self.sink(kind).await?;
         let rows = self.matching_rows(state, &filters).await?;
         Ok(Arc::new(DataSinkExec::new(rows, sink as _, None)))
@@ -397,6 +460,9 @@ impl TableProvider for PaimonTable {
         assignments: Vec<(String, Expr)>,
         filters: Vec<Expr>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        if !self.schema.has_primary_key() {
+            return self.append_dml(state, &filters, Some(assignments)).await;
+        }
         let sink = self.sink(WriteKind::Update).await?;
         for (column, _) in &assignments {
             if self.schema.primary_keys.contains(column) || self.schema.partition_keys.contains(column) {

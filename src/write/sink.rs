@@ -705,6 +705,7 @@ impl DataSink for PaimonSink {
                 None => vec![],
             },
             index_removed: vec![],
+            row_level: None,
         };
         // Postpone files wait for `CALL sys.compact`: nothing compacts them after a write.
         let touched: BTreeSet<PartitionBucket> = request

@@ -112,3 +112,77 @@ async fn insert_overwrite_partition_replaces_only_that_partition() {
         "+-------------+--------------------+--------------------+\n| commit_kind | total_record_count | delta_record_count |\n+-------------+--------------------+--------------------+\n| OVERWRITE   | 2                  | -1                 |\n+-------------+--------------------+--------------------+"
     );
 }
+
+const DV_APPEND_TABLE: &str = r#"{"version":3,"id":0,"fields":[{"id":0,"name":"k","type":"INT"},{"id":1,"name":"v","type":"STRING"}],"highestFieldId":1,"partitionKeys":[],"primaryKeys":[],"options":{"deletion-vectors.enabled":"true"},"timeMillis":0}"#;
+
+/// A row-level DELETE whose deletion vectors were based on index files a concurrent DELETE
+/// replaced must not land (it would resurrect the other statement's deleted rows), and one
+/// whose file was removed must not either; nothing is committed.
+#[tokio::test]
+async fn row_level_commits_fail_when_their_base_changed() {
+    use crate::io::FileIO;
+    use crate::meta::{CommitRequest, OverwriteScope, RowLevelBase, TableMeta};
+    use std::sync::Arc;
+
+    let (dir, s) = session_with_table(DV_APPEND_TABLE).await;
+    query(&s, "INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (3, 'c')").await;
+    let root = dir.path().join("db.db").join("t");
+    let store = Arc::new(object_store::local::LocalFileSystem::new());
+    let path = object_store::path::Path::from_absolute_path(&root).unwrap();
+    let meta = TableMeta::new(FileIO::new(store, path, root.display().to_string()));
+    let before = meta.latest_snapshot().await.unwrap().unwrap();
+    let file = meta
+        .live_files(&before, |_| true)
+        .await
+        .unwrap()
+        .entries()
+        .next()
+        .unwrap()
+        .clone();
+
+    // The "other" statement lands first and writes the bucket's index file.
+    query(&s, "DELETE FROM db.t WHERE k = 1").await;
+    let stale = CommitRequest {
+        added: vec![],
+        overwrite: OverwriteScope::None,
+        partition_types: vec![],
+        commit_user: "test".to_string(),
+        commit_identifier: i64::MAX,
+        operation: Some("DELETE".to_string()),
+        compacted: vec![],
+        changelog: vec![],
+        index_added: vec![],
+        index_removed: vec![],
+        row_level: Some(RowLevelBase {
+            statement: "DELETE".to_string(),
+            rewritten: vec![],
+            marked: vec![file.clone()],
+            // read before the other DELETE: no index file yet
+            index_files: vec![],
+        }),
+    };
+    let err = meta.commit(&stale).await.unwrap_err().to_string();
+    assert!(err.contains("DELETE conflicts with a concurrent commit"), "{err}");
+
+    // A rewrite of a file that is gone conflicts too.
+    let mut gone = file.clone();
+    gone.file.file_name = "data-gone-0.parquet".to_string();
+    let rewrite = CommitRequest {
+        row_level: Some(RowLevelBase {
+            statement: "UPDATE".to_string(),
+            rewritten: vec![gone],
+            marked: vec![],
+            index_files: vec![],
+        }),
+        ..stale
+    };
+    let err = meta.commit(&rewrite).await.unwrap_err().to_string();
+    assert!(err.contains("data file data-gone-0.parquet changed"), "{err}");
+
+    let snapshots = query(&s, "SELECT count(*) AS n FROM db.\"t$snapshots\"").await;
+    assert!(snapshots.contains("| 2 |"), "{snapshots}");
+    assert_eq!(
+        query(&s, "SELECT * FROM db.t ORDER BY k").await,
+        "+---+---+\n| k | v |\n+---+---+\n| 2 | b |\n| 3 | c |\n+---+---+"
+    );
+}

@@ -449,3 +449,20 @@ INSERT INTO interop.dv_pk VALUES (1, 'A'), (4, 'D');
 INSERT INTO interop.dv_pk VALUES (2, 'B'), (6, 'f');
 DELETE FROM interop.dv_pk WHERE k = 3;
 INSERT INTO interop.dv_pk VALUES (1, 'AA');
+
+----------------------------------------------------------------------------------------------------
+-- Row-level DELETE and UPDATE on append tables: deletion vectors, and copy-on-write without them
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.dv_append (k INT, v STRING) WITH ('deletion-vectors.enabled' = 'true');
+
+INSERT INTO interop.dv_append VALUES (1, 'a'), (2, 'b'), (3, 'c');
+INSERT INTO interop.dv_append VALUES (4, 'd'), (5, 'e');
+DELETE FROM interop.dv_append WHERE k = 2 OR k = 5;
+UPDATE interop.dv_append SET v = 'X' WHERE k >= 3;
+DELETE FROM interop.dv_append WHERE k = 4;
+
+CREATE TABLE interop.cow_append (k INT, p STRING, v STRING) PARTITIONED BY (p);
+
+INSERT INTO interop.cow_append VALUES (1, 'x', 'a'), (2, 'x', 'b'), (3, 'y', 'c'), (4, 'y', 'd');
+DELETE FROM interop.cow_append WHERE k = 2;
+UPDATE interop.cow_append SET v = upper(v) WHERE k >= 3;

@@ -1,0 +1,479 @@
+//! Row-level DELETE and UPDATE on append tables, as Paimon's Spark integration does them
+//! (semantics.md §9): with `deletion-vectors.enabled` the matching rows are marked in deletion
+//! vectors and the files stay; otherwise every file holding a matching row is rewritten
+//! (copy-on-write). An UPDATE writes the new versions of the rows it marks into a new file of
+//! the same partition and bucket, or rewrites them in place.
+//!
+//! ```text
+//! live files (pruned by partition and value statistics)
+//!   └─ each file read whole, rows positioned, its current vector applied
+//!        predicate ─► matching live rows
+//!          DV mode : positions ─► one new index file per touched bucket (all its vectors)
+//!                    UPDATE   ─► new rows ─► new data file
+//!          rewrite : surviving (and updated) rows ─► new data file; the old one is removed
+//! commit (OVERWRITE, operation DELETE/UPDATE): fails cleanly if a concurrent commit removed a
+//! file it read or changed the touched buckets' vectors
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, UInt64Array};
+use arrow::compute::kernels::zip::zip;
+use arrow::compute::{and, cast, concat_batches, filter_record_batch, not, prep_null_mask_filter};
+use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{exec_datafusion_err, internal_err, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_optimizer::pruning::PruningPredicate;
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
+use futures::TryStreamExt;
+
+use crate::deletion_vector::{encode_index_file, DeletionVectorIndex, DELETION_VECTORS_INDEX};
+use crate::io::{write_data_file, DataFileRows};
+use crate::meta::{CommitRequest, OverwriteScope, RowLevelBase, TableMeta};
+use crate::scan::{load_file_schemas, prune_files, read_file, FileToRead, ReadLayout};
+use crate::spec::{paths, BinaryRow, FileKind, IndexManifestEntry, ManifestEntry, TableOptions, TableSchema};
+
+/// A row-level DELETE (`updates` = None) or UPDATE of an append table.
+#[derive(Debug)]
+pub struct AppendDmlExec {
+    table: String,
+    meta: Arc<TableMeta>,
+    schema: Arc<TableSchema>,
+    options: TableOptions,
+    /// Which rows change, over the table's Arrow schema.
+    predicate: Arc<dyn PhysicalExpr>,
+    /// Prunes files by partition and value statistics.
+    pruning: Option<Arc<PruningPredicate>>,
+    /// UPDATE: the new value of every column, in schema order (unassigned columns are
+    /// themselves), cast to the column's type.
+    updates: Option<Vec<Arc<dyn PhysicalExpr>>>,
+    properties: Arc<PlanProperties>,
+}
+
+impl AppendDmlExec {
+    pub(crate) fn new(
+        table: String,
+        meta: Arc<TableMeta>,
+        schema: Arc<TableSchema>,
+        options: TableOptions,
+        predicate: Arc<dyn PhysicalExpr>,
+        pruning: Option<Arc<PruningPredicate>>,
+        updates: Option<Vec<Arc<dyn PhysicalExpr>>>,
+    ) -> Self {
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(count_schema()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        ));
+        AppendDmlExec {
+            table,
+            meta,
+            schema,
+            options,
+            predicate,
+            pruning,
+            updates,
+            properties,
+        }
+    }
+
+    fn statement(&self) -> &'static str {
+        if self.updates.is_some() {
+            "UPDATE"
+        } else {
+            "DELETE"
+        }
+    }
+
+    fn mode(&self) -> &'static str {
+        if self.options.deletion_vectors {
+            "deletion-vectors"
+        } else {
+            "copy-on-write"
+        }
+    }
+}
+
+/// DML statements report the rows they changed in one `count` column (as `DataSinkExec`).
+fn count_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new("count", ArrowType::UInt64, false)]))
+}
+
+impl DisplayAs for AppendDmlExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "AppendDmlExec: table={}, statement={}, mode={}, predicate={}",
+            self.table,
+            self.statement(),
+            self.mode(),
+            self.predicate
+        )
+    }
+}
+
+impl ExecutionPlan for AppendDmlExec {
+    fn name(&self) -> &str {
+        "AppendDmlExec"
+    }
+
+    fn apply_expressions(
+        &self,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        f(&self.predicate)
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if children.is_empty() {
+            Ok(self)
+        } else {
+            internal_err!("AppendDmlExec has no children")
+        }
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return internal_err!("AppendDmlExec has one partition, asked for {partition}");
+        }
+        let job = Job {
+            table: self.table.clone(),
+            meta: Arc::clone(&self.meta),
+            schema: Arc::clone(&self.schema),
+            options: self.options.clone(),
+            predicate: Arc::clone(&self.predicate),
+            pruning: self.pruning.clone(),
+            updates: self.updates.clone(),
+            batch_size: context.session_config().batch_size(),
+            statement: self.statement(),
+        };
+        let stream = futures::stream::once(async move {
+            let count = job.run().await?;
+            Ok(RecordBatch::try_new(
+                count_schema(),
+                vec![Arc::new(UInt64Array::from(vec![count]))],
+            )?)
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(count_schema(), stream)))
+    }
+}
+
+/// Everything one execution needs.
+struct Job {
+    table: String,
+    meta: Arc<TableMeta>,
+    schema: Arc<TableSchema>,
+    options: TableOptions,
+    predicate: Arc<dyn PhysicalExpr>,
+    pruning: Option<Arc<PruningPredicate>>,
+    updates: Option<Vec<Arc<dyn PhysicalExpr>>>,
+    batch_size: usize,
+    statement: &'static str,
+}
+
+/// What reading one file found.
+#[derive(Default)]
+struct FileOutcome {
+    /// Positions of the live rows that match, ascending.
+    matched: Vec<u64>,
+    /// Copy-on-write: the file's surviving rows (updated where they match).
+    rewritten: Vec<RecordBatch>,
+    /// Deletion-vector UPDATE: the new versions of the matched rows.
+    updated: Vec<RecordBatch>,
+}
+
+impl Job {
+    async fn run(&self) -> Result<u64> {
+        let Some(snapshot) = self.meta.latest_snapshot().await? else {
+            return Ok(0);
+        };
+        let live = self.meta.live_files(&snapshot, |_| true).await?;
+        let vectors = self.meta.deletion_vectors(&snapshot).await?;
+        let index_entries = match &snapshot.index_manifest {
+            Some(name) => self.meta.index_manifest(name).await?,
+            None => vec![],
+        };
+        let dv_mode = self.options.deletion_vectors;
+        let layout = Arc::new(ReadLayout::new(self.schema.fields.clone(), false));
+        let mut file_schemas = HashMap::new();
+        let mut base = RowLevelBase {
+            statement: self.statement.to_string(),
+            ..Default::default()
+        };
+        let (mut added, mut index_added) = (Vec::new(), Vec::new());
+        let mut count = 0u64;
+        for ((partition, bucket), entries) in &live.groups {
+            let partition_values = BinaryRow::decode(partition, &self.schema.partition_types())?.values;
+            let mut files: Vec<&ManifestEntry> = entries.iter().collect();
+            load_file_schemas(&self.meta, &files, &mut file_schemas).await?;
+            if let Some(p) = &self.pruning {
+                files = prune_files(p, &self.schema, &partition_values, files, &file_schemas)?;
+            }
+            let dir = paths::bucket_path(
+                self.options.data_file_path_directory.as_deref(),
+                &paths::partition_path(
+                    &self.schema.partition_keys,
+                    &partition_values,
+                    &self.options.partition_default_name,
+                ),
+                *bucket,
+            );
+            let mut new_positions: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+            let mut updated: Vec<RecordBatch> = Vec::new();
+            for entry in files {
+                let file_schema = file_schemas
+                    .get(&entry.file.schema_id)
+                    .cloned()
+                    .ok_or_else(|| exec_datafusion_err!("Schema {} is not loaded", entry.file.schema_id))?;
+                let outcome = self
+                    .read_file(entry, &dir, file_schema, Arc::clone(&layout), &vectors, dv_mode)
+                    .await?;
+                if outcome.matched.is_empty() {
+                    continue;
+                }
+                count += outcome.matched.len() as u64;
+                if dv_mode {
+                    new_positions.insert(entry.file.file_name.clone(), outcome.matched);
+                    updated.extend(outcome.updated);
+                    base.marked.push(entry.clone());
+                } else {
+                    base.rewritten.push(entry.clone());
+                    if let Some(file) = self.write_rows(&dir, outcome.rewritten).await? {
+                        added.push(self.add_entry(partition, *bucket, file));
+                    }
+                }
+            }
+            if let Some(file) = self.write_rows(&dir, updated).await? {
+                added.push(self.add_entry(partition, *bucket, file));
+            }
+            if !new_positions.is_empty() {
+                let in_bucket = |e: &&IndexManifestEntry| {
+                    e.kind == FileKind::Add
+                        && e.index_type == DELETION_VECTORS_INDEX
+                        && e.partition == *partition
+                        && e.bucket == *bucket
+                };
+                base.index_files.extend(
+                    index_entries
+                        .iter()
+                        .filter(in_bucket)
+                        .map(|e| e.file_name.clone()),
+                );
+                let entry = self
+                    .bucket_index_file(partition, *bucket, entries, &vectors, new_positions)
+                    .await?;
+                index_added.push(entry);
+            }
+        }
+        if count == 0 {
+            return Ok(0);
+        }
+        let request = CommitRequest {
+            added,
+            overwrite: OverwriteScope::None,
+            partition_types: self.schema.partition_types(),
+            commit_user: uuid::Uuid::new_v4().to_string(),
+            commit_identifier: i64::MAX,
+            operation: Some(self.statement.to_string()),
+            compacted: vec![],
+            changelog: vec![],
+            index_added,
+            index_removed: vec![],
+            row_level: Some(base),
+        };
+        self.meta
+            .commit(&request)
+            .await
+            .map_err(|e| exec_datafusion_err!("{} on table {} failed: {e}", self.statement, self.table))?;
+        Ok(count)
+    }
+
+    fn add_entry(&self, partition: &[u8], bucket: i32, file: crate::spec::DataFileMeta) -> ManifestEntry {
+        ManifestEntry {
+            kind: FileKind::Add,
+            partition: partition.to_vec(),
+            bucket,
+            total_buckets: self.options.bucket,
+            file,
+        }
+    }
+
+    /// Reads `entry` whole, positions its rows and finds the live ones that match.
+    async fn read_file(
+        &self,
+        entry: &ManifestEntry,
+        dir: &str,
+        file_schema: Arc<TableSchema>,
+        layout: Arc<ReadLayout>,
+        vectors: &DeletionVectorIndex,
+        dv_mode: bool,
+    ) -> Result<FileOutcome> {
+        let io = self.meta.io();
+        let path = match &entry.file.external_path {
+            Some(p) => {
+                object_store::path::Path::from(p.trim_start_matches("file://").trim_start_matches('/'))
+            }
+            None => io.path(&format!("{dir}/{}", entry.file.file_name)),
+        };
+        let deleted: Vec<u64> = match vectors.get(&entry.file.file_name) {
+            Some(dv) => dv.load(io.store()).await?.positions().to_vec(),
+            None => vec![],
+        };
+        // Read without the vector, so positions are the file's; deleted rows are masked below.
+        let file = FileToRead::whole(path, entry.file.file_size.max(0) as u64, false, None);
+        let mut stream =
+            Box::pin(read_file(Arc::clone(io.store()), file, file_schema, layout, self.batch_size).await?);
+        let mut outcome = FileOutcome::default();
+        let mut offset = 0u64;
+        let mut next_deleted = 0usize;
+        while let Some(batch) = stream.try_next().await? {
+            let rows = batch.num_rows() as u64;
+            let alive: BooleanArray = (offset..offset + rows)
+                .map(|p| {
+                    while next_deleted < deleted.len() && deleted[next_deleted] < p {
+                        next_deleted += 1;
+                    }
+                    Some(deleted.get(next_deleted) != Some(&p))
+                })
+                .collect();
+            let matches = self.predicate.evaluate(&batch)?.into_array(batch.num_rows())?;
+            let matches = matches
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .ok_or_else(|| exec_datafusion_err!("The {} predicate is not boolean", self.statement))?;
+            // NULL does not match.
+            let matches = if matches.null_count() > 0 {
+                prep_null_mask_filter(matches)
+            } else {
+                matches.clone()
+            };
+            let hit = and(&matches, &alive)?;
+            outcome.matched.extend(
+                hit.iter()
+                    .enumerate()
+                    .filter(|(_, h)| *h == Some(true))
+                    .map(|(i, _)| offset + i as u64),
+            );
+            offset += rows;
+            let new_rows = match &self.updates {
+                Some(updates) => Some(self.updated(&batch, updates, &hit)?),
+                None => None,
+            };
+            if dv_mode {
+                if let Some(new_rows) = new_rows {
+                    outcome.updated.push(filter_record_batch(&new_rows, &hit)?);
+                }
+            } else {
+                // Surviving rows: live, and either not matching or updated in place.
+                let keep = match &new_rows {
+                    Some(_) => alive.clone(),
+                    None => and(&alive, &not(&hit)?)?,
+                };
+                let source = new_rows.as_ref().unwrap_or(&batch);
+                outcome.rewritten.push(filter_record_batch(source, &keep)?);
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// `batch` with every column replaced by its update where `hit` is set.
+    fn updated(
+        &self,
+        batch: &RecordBatch,
+        updates: &[Arc<dyn PhysicalExpr>],
+        hit: &BooleanArray,
+    ) -> Result<RecordBatch> {
+        let columns = updates
+            .iter()
+            .zip(batch.columns())
+            .map(|(expr, old)| -> Result<ArrayRef> {
+                let new = expr.evaluate(batch)?.into_array(batch.num_rows())?;
+                let new = if new.data_type() == old.data_type() {
+                    new
+                } else {
+                    cast(&new, old.data_type())?
+                };
+                Ok(zip(hit, &new, old)?)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RecordBatch::try_new(batch.schema(), columns)?)
+    }
+
+    /// Writes `batches` as one new level-0 file of `dir` (none if they hold no row).
+    async fn write_rows(
+        &self,
+        dir: &str,
+        batches: Vec<RecordBatch>,
+    ) -> Result<Option<crate::spec::DataFileMeta>> {
+        let Some(first) = batches.first() else {
+            return Ok(None);
+        };
+        let values = concat_batches(&first.schema(), &batches)?;
+        if values.num_rows() == 0 {
+            return Ok(None);
+        }
+        let rows = DataFileRows { values, kv: None };
+        Ok(Some(
+            write_data_file(self.meta.io(), dir, "data", 0, &self.schema, rows).await?,
+        ))
+    }
+
+    /// One index file with every vector of the bucket: the current vectors of its live files
+    /// plus the new positions. It replaces the bucket's DELETION_VECTORS entries.
+    async fn bucket_index_file(
+        &self,
+        partition: &[u8],
+        bucket: i32,
+        files: &[ManifestEntry],
+        vectors: &DeletionVectorIndex,
+        new_positions: BTreeMap<String, Vec<u64>>,
+    ) -> Result<IndexManifestEntry> {
+        let mut positions: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        for entry in files {
+            if let Some(dv) = vectors.get(&entry.file.file_name) {
+                let vector = dv.load(self.meta.io().store()).await?;
+                positions.insert(entry.file.file_name.clone(), vector.positions().to_vec());
+            }
+        }
+        for (name, rows) in new_positions {
+            let all = positions.entry(name).or_default();
+            all.extend(rows);
+            all.sort_unstable();
+            all.dedup();
+        }
+        let list: Vec<(String, Vec<u64>)> = positions.into_iter().collect();
+        let (bytes, ranges) = encode_index_file(&list)?;
+        let name = format!("index-{}-0", uuid::Uuid::new_v4());
+        let size = bytes.len() as i64;
+        self.meta.io().write(&paths::index_file(&name), bytes).await?;
+        Ok(IndexManifestEntry {
+            kind: FileKind::Add,
+            partition: partition.to_vec(),
+            bucket,
+            index_type: DELETION_VECTORS_INDEX.to_string(),
+            file_name: name,
+            file_size: size,
+            row_count: list.len() as i64,
+            dv_ranges: Some(ranges),
+            external_path: None,
+        })
+    }
+}
