@@ -24,6 +24,7 @@ use parquet::basic::{Compression, GzipLevel, ZstdLevel};
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::types::ColumnPath;
 
 use super::{FileFormat, WriteFormat};
 use crate::deletion_vector::DeletionVector;
@@ -45,6 +46,9 @@ pub(super) struct Encoder {
     max_row_group_rows: usize,
 }
 
+/// Dictionary page limit of key and sequence columns (bytes), see `Encoder::new`.
+const UNIQUE_COLUMN_DICTIONARY_LIMIT: usize = 32 * 1024;
+
 /// Batches smaller than this encode on the calling thread: spawning is not worth it.
 const PARALLEL_ENCODE_MIN_ROWS: usize = 2048;
 
@@ -64,7 +68,25 @@ impl Encoder {
                 ))
             }
         };
-        let props = WriterProperties::builder().set_compression(compression).build();
+        let mut builder = WriterProperties::builder().set_compression(compression);
+        // Key and sequence columns of a KeyValue file hold one distinct value per row: a
+        // dictionary never pays off, yet it grows to its size limit (1 MiB) before the writer
+        // falls back, and every reader of any page of the column must decode it first. A small
+        // limit keeps it to the first few thousand rows (small files are written as before).
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        for name in &names {
+            let key_value_column = names.contains(&format!("{}{name}", crate::spec::KEY_PREFIX).as_str());
+            if *name == crate::spec::SEQUENCE_NUMBER
+                || name.starts_with(crate::spec::KEY_PREFIX)
+                || key_value_column
+            {
+                builder = builder.set_column_dictionary_page_size_limit(
+                    ColumnPath::from(*name),
+                    UNIQUE_COLUMN_DICTIONARY_LIMIT,
+                );
+            }
+        }
+        let props = builder.build();
         let max_row_group_rows = props.max_row_group_row_count().unwrap_or(usize::MAX).max(1);
         // ArrowWriter sets up the file as usual (Arrow schema in the footer metadata); its
         // low-level parts let the columns be encoded on several threads.

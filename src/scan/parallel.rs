@@ -221,6 +221,7 @@ async fn key_ranges(
                 key_type: key_type.clone(),
                 lower: w[0].clone(),
                 upper: w[1].clone(),
+                upper_inclusive: false,
             };
             let rows = units
                 .iter()

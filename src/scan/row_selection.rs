@@ -20,7 +20,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, BooleanArray, RecordBatch, Scalar, UInt64Array};
-use arrow::compute::kernels::cmp::{gt_eq, lt};
+use arrow::compute::kernels::cmp::{gt_eq, lt, lt_eq};
 use arrow::compute::{and, cast, filter_record_batch};
 use arrow::datatypes::{DataType as ArrowType, Schema};
 use datafusion::common::{Column, Result, ScalarValue};
@@ -62,8 +62,8 @@ impl StatsPruning {
     }
 }
 
-/// The keys of one partition of a bucket: first key column in `[lower, upper)` (unbounded
-/// where `None`). Splitting on the first key column alone keeps every version of a key in one
+/// The keys of one partition of a bucket: first key column in `[lower, upper)`, or
+/// `[lower, upper]` with `upper_inclusive` (unbounded where `None`). Splitting on the first key column alone keeps every version of a key in one
 /// range, whatever the other key columns hold.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct KeyRange {
@@ -72,6 +72,8 @@ pub(crate) struct KeyRange {
     pub(crate) key_type: ArrowType,
     pub(crate) lower: Option<ScalarValue>,
     pub(crate) upper: Option<ScalarValue>,
+    /// `upper` belongs to the range (`[lower, upper]`).
+    pub(crate) upper_inclusive: bool,
 }
 
 impl KeyRange {
@@ -79,7 +81,9 @@ impl KeyRange {
     /// where `None`) may hold keys of the range.
     pub(crate) fn overlaps(&self, min: Option<&ScalarValue>, max: Option<&ScalarValue>) -> bool {
         let below_upper = match (&self.upper, min) {
-            (Some(upper), Some(min)) => min.partial_cmp(upper).is_none_or(|o| o.is_lt()),
+            (Some(upper), Some(min)) => min
+                .partial_cmp(upper)
+                .is_none_or(|o| o.is_lt() || (self.upper_inclusive && o.is_eq())),
             _ => true,
         };
         let above_lower = match (&self.lower, max) {
@@ -100,7 +104,11 @@ impl KeyRange {
             mask = Some(gt_eq(values, &bound(lower)?)?);
         }
         if let Some(upper) = &self.upper {
-            let below = lt(values, &bound(upper)?)?;
+            let below = if self.upper_inclusive {
+                lt_eq(values, &bound(upper)?)?
+            } else {
+                lt(values, &bound(upper)?)?
+            };
             mask = Some(match mask {
                 Some(m) => and(&m, &below)?,
                 None => below,
@@ -115,7 +123,8 @@ impl KeyRange {
     /// `[lower, upper)` for `EXPLAIN`.
     pub(crate) fn display(&self) -> String {
         let show = |v: &Option<ScalarValue>| v.as_ref().map_or("..".to_string(), |v| v.to_string());
-        format!("[{}, {})", show(&self.lower), show(&self.upper))
+        let close = if self.upper_inclusive { ']' } else { ')' };
+        format!("[{}, {}{close}", show(&self.lower), show(&self.upper))
     }
 }
 
@@ -432,6 +441,7 @@ mod tests {
         KeyRange {
             field_id: 0,
             key_type: ArrowType::Int32,
+            upper_inclusive: false,
             lower: lower.map(|v| ScalarValue::Int32(Some(v))),
             upper: upper.map(|v| ScalarValue::Int32(Some(v))),
         }

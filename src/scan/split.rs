@@ -139,6 +139,28 @@ pub(crate) fn level_runs(mut files: Vec<SplitFile>) -> Vec<Vec<Vec<SplitFile>>> 
     vec![runs]
 }
 
+/// `sections` as sections that never share keys and come in key order: as they are when they
+/// already do, else one section of all their runs (deletion-vector reads make every file its
+/// own section, and those overlap). Readers that need one key-ordered state (diffs) use it.
+pub(crate) fn key_ordered_sections(sections: Vec<Vec<Vec<SplitFile>>>) -> Vec<Vec<Vec<SplitFile>>> {
+    let bounds = |s: &Vec<Vec<SplitFile>>| {
+        let files = || s.iter().flatten();
+        let min = files().map(|f| &f.min_key).min_by(|a, b| cmp_keys(a, b));
+        let max = files().map(|f| &f.max_key).max_by(|a, b| cmp_keys(a, b));
+        (min.cloned(), max.cloned())
+    };
+    let ordered = sections
+        .windows(2)
+        .all(|w| match (bounds(&w[0]).1, bounds(&w[1]).0) {
+            (Some(max), Some(next_min)) => !max.is_empty() && cmp_keys(&max, &next_min) == Ordering::Less,
+            _ => false,
+        });
+    if ordered {
+        return sections;
+    }
+    vec![sections.into_iter().flatten().collect()]
+}
+
 /// Groups files into sections of overlapping key ranges, then packs each section into the
 /// fewest sorted runs (greedy, as Java's `IntervalPartition`).
 pub(crate) fn build_sections(mut files: Vec<SplitFile>) -> Vec<Vec<Vec<SplitFile>>> {

@@ -11,10 +11,10 @@
 //! Pruning by partition and key statistics applies as in batch reads; DataFusion re-applies
 //! every filter above the scan.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use datafusion::common::{internal_err, Result};
+use datafusion::common::{internal_err, Result, ScalarValue};
 use datafusion::physical_expr::PhysicalExpr;
 use futures::{StreamExt, TryStreamExt};
 
@@ -22,9 +22,12 @@ use super::{ChangeMode, DiffEnds, IncrementalRange};
 use crate::meta::{PartitionBucket, TableMeta};
 use crate::scan::plan::ScanPlan;
 use crate::scan::plan::{load_file_schemas, prune_files, pruning_predicate};
+use crate::scan::row_selection::KeyRange;
 use crate::scan::split::{Split, SplitFile};
 use crate::scan::{plan_scan, PlanRequest};
-use crate::spec::{paths, BinaryRow, FileKind, ManifestEntry, Snapshot, TableOptions, TableSchema};
+use crate::spec::{
+    paths, BinaryRow, DataField, FileKind, ManifestEntry, Snapshot, TableOptions, TableSchema,
+};
 
 /// Everything planning an incremental read needs.
 pub(crate) struct IncrementalPlanRequest<'a> {
@@ -47,6 +50,8 @@ pub(crate) enum ChangeFiles {
     Diff {
         before: Vec<Vec<Vec<SplitFile>>>,
         after: Vec<Vec<Vec<SplitFile>>>,
+        /// Only keys in this range can differ (`narrow_diff`).
+        keys: Option<Arc<KeyRange>>,
     },
 }
 
@@ -65,7 +70,7 @@ impl ChangeSplit {
     pub(crate) fn row_count(&self) -> i64 {
         match &self.files {
             ChangeFiles::Raw(files) => files.iter().map(|f| f.row_count).sum(),
-            ChangeFiles::Diff { before, after } => {
+            ChangeFiles::Diff { before, after, .. } => {
                 let rows = |s: &Vec<Vec<Vec<SplitFile>>>| -> i64 {
                     s.iter().flatten().flatten().map(|f| f.row_count).sum()
                 };
@@ -79,7 +84,7 @@ impl ChangeSplit {
         let count = |s: &Vec<Vec<Vec<SplitFile>>>| s.iter().flatten().map(Vec::len).sum::<usize>();
         let files = match &self.files {
             ChangeFiles::Raw(files) => format!("files={}", files.len()),
-            ChangeFiles::Diff { before, after } => {
+            ChangeFiles::Diff { before, after, .. } => {
                 format!("before_files={} after_files={}", count(before), count(after))
             }
         };
@@ -210,6 +215,7 @@ async fn plan_diff(req: &IncrementalPlanRequest<'_>, ends: &DiffEnds) -> Result<
             .map(|s| (s.bucket_dir.clone(), s))
             .collect();
     }
+    let first_key = req.schema.trimmed_primary_keys().first().map(|f| (*f).clone());
     let mut splits = Vec::new();
     for after in end.splits {
         let old = before.remove(&after.bucket_dir);
@@ -217,13 +223,18 @@ async fn plan_diff(req: &IncrementalPlanRequest<'_>, ends: &DiffEnds) -> Result<
         if same_files(&old_sections, &after.sections) {
             continue;
         }
-        splits.push(diff_split(
-            after.partition_path,
-            after.bucket,
-            after.bucket_dir,
-            old_sections,
-            after.sections,
-        ));
+        let (old_sections, new_sections, keys) =
+            narrow_diff(old_sections, after.sections, first_key.as_ref());
+        splits.push(ChangeSplit {
+            partition_path: after.partition_path,
+            bucket: after.bucket,
+            bucket_dir: after.bucket_dir,
+            files: ChangeFiles::Diff {
+                before: old_sections,
+                after: new_sections,
+                keys,
+            },
+        });
     }
     // Buckets that exist only in the start state: every key there was removed.
     let mut gone: Vec<Split> = before.into_values().collect();
@@ -263,19 +274,107 @@ fn diff_split(
         partition_path,
         bucket,
         bucket_dir,
-        files: ChangeFiles::Diff { before, after },
+        files: ChangeFiles::Diff {
+            before,
+            after,
+            keys: None,
+        },
     }
 }
 
-/// Whether two bucket states consist of the same files (files are immutable).
+type Sections = Vec<Vec<Vec<SplitFile>>>;
+
+/// Narrows the diff of one bucket to what can differ. A key's state depends only on the files
+/// holding it, so
+/// * a section made of the same files in both states (sections never share keys) holds the
+///   same rows in both and is dropped from both;
+/// * any other key that only common files hold cannot differ either: the rest is read only
+///   within the first-key range of the files in one state but not the other (pages outside it
+///   are skipped).
+fn narrow_diff(
+    before: Sections,
+    after: Sections,
+    first_key: Option<&DataField>,
+) -> (Sections, Sections, Option<Arc<KeyRange>>) {
+    fn names(section: &[Vec<SplitFile>]) -> Vec<String> {
+        let mut n: Vec<String> = section.iter().flatten().map(file_identity).collect();
+        n.sort_unstable();
+        n
+    }
+    let before_sets: HashSet<Vec<String>> = before.iter().map(|s| names(s)).collect();
+    let after_sets: HashSet<Vec<String>> = after.iter().map(|s| names(s)).collect();
+    let before: Sections = before
+        .into_iter()
+        .filter(|s| !after_sets.contains(&names(s)))
+        .collect();
+    let after: Sections = after
+        .into_iter()
+        .filter(|s| !before_sets.contains(&names(s)))
+        .collect();
+    let Some(key) = first_key else {
+        return (before, after, None);
+    };
+    let in_before: HashSet<String> = before.iter().flatten().flatten().map(file_identity).collect();
+    let in_after: HashSet<String> = after.iter().flatten().flatten().map(file_identity).collect();
+    let changed = before
+        .iter()
+        .flatten()
+        .flatten()
+        .filter(|f| !in_after.contains(&file_identity(f)))
+        .chain(
+            after
+                .iter()
+                .flatten()
+                .flatten()
+                .filter(|f| !in_before.contains(&file_identity(f))),
+        );
+    let (mut lower, mut upper): (Option<ScalarValue>, Option<ScalarValue>) = (None, None);
+    for f in changed {
+        let (Some(min), Some(max)) = (f.min_key.first(), f.max_key.first()) else {
+            return (before, after, None);
+        };
+        if min.is_null() || max.is_null() {
+            return (before, after, None);
+        }
+        if lower
+            .as_ref()
+            .is_none_or(|l| min.partial_cmp(l).is_some_and(|o| o.is_lt()))
+        {
+            lower = Some(min.clone());
+        }
+        if upper
+            .as_ref()
+            .is_none_or(|u| max.partial_cmp(u).is_some_and(|o| o.is_gt()))
+        {
+            upper = Some(max.clone());
+        }
+    }
+    let keys = lower.map(|lower| {
+        Arc::new(KeyRange {
+            field_id: key.id,
+            key_type: key.data_type.to_arrow(),
+            lower: Some(lower),
+            upper,
+            upper_inclusive: true,
+        })
+    });
+    (before, after, keys)
+}
+
+/// A file as one state reads it: its name plus its deletion vector, if any (a file keeps its
+/// name when compaction marks more of its rows deleted).
+fn file_identity(f: &SplitFile) -> String {
+    match &f.deletion {
+        Some(dv) => format!("{}#{}@{}", f.file_name, dv.index_path, dv.offset),
+        None => f.file_name.clone(),
+    }
+}
+
+/// Whether two bucket states consist of the same files with the same deletion vectors (files
+/// are immutable).
 fn same_files(a: &[Vec<Vec<SplitFile>>], b: &[Vec<Vec<SplitFile>>]) -> bool {
-    fn names(s: &[Vec<Vec<SplitFile>>]) -> Vec<&str> {
-        let mut n: Vec<&str> = s
-            .iter()
-            .flatten()
-            .flatten()
-            .map(|f| f.file_name.as_str())
-            .collect();
+    fn names(s: &[Vec<Vec<SplitFile>>]) -> Vec<String> {
+        let mut n: Vec<String> = s.iter().flatten().flatten().map(file_identity).collect();
         n.sort_unstable();
         n
     }

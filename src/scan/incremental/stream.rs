@@ -15,7 +15,8 @@ use super::plan::{ChangeFiles, ChangeSplit};
 use crate::merge::{drop_retracts_stream, MergeMetrics};
 use crate::scan::binlog::ChangelogPacker;
 use crate::scan::exec::{ReadView, ScanContext};
-use crate::scan::split::SplitFile;
+use crate::scan::row_selection::KeyRange;
+use crate::scan::split::{key_ordered_sections, SplitFile};
 use crate::scan::stream::{limit_stream, run_stream, section_stream, shape_output};
 
 /// Builds the output stream of one partition.
@@ -53,9 +54,9 @@ fn split_changes(
             Ok(with_snapshot_ids(ctx, &dir, files, batch_size))
         }
         ChangeFiles::Raw(files) => Ok(run_stream(ctx, &dir, None, files, batch_size, false)),
-        ChangeFiles::Diff { before, after } => {
-            let before = state_stream(ctx, &dir, before, batch_size, metrics)?;
-            let after = state_stream(ctx, &dir, after, batch_size, metrics)?;
+        ChangeFiles::Diff { before, after, keys } => {
+            let before = state_stream(ctx, &dir, keys.clone(), before, batch_size, metrics)?;
+            let after = state_stream(ctx, &dir, keys, after, batch_size, metrics)?;
             let layout = &ctx.layout;
             let columns = DiffColumns {
                 keys: ctx.key_indices.clone(),
@@ -101,18 +102,20 @@ fn with_snapshot_ids(
     Box::pin(RecordBatchStreamAdapter::new(schema, stream))
 }
 
-/// The merged state of one bucket (retractions kept): its sections one after another, which
-/// is ascending key order because sections never share keys.
+/// The merged state of one bucket (retractions kept), in ascending key order: its sections one
+/// after another, once overlapping ones (deletion-vector reads) are merged into one; only keys
+/// in `keys` where given.
 fn state_stream(
     ctx: &Arc<ScanContext>,
     dir: &str,
+    keys: Option<Arc<KeyRange>>,
     sections: Vec<Vec<Vec<SplitFile>>>,
     batch_size: usize,
     metrics: &MergeMetrics,
 ) -> Result<SendableRecordBatchStream> {
-    let streams = sections
+    let streams = key_ordered_sections(sections)
         .into_iter()
-        .map(|runs| section_stream(ctx, dir, None, runs, batch_size, metrics.clone()))
+        .map(|runs| section_stream(ctx, dir, keys.clone(), runs, batch_size, metrics.clone()))
         .collect::<Result<Vec<_>>>()?;
     let schema = Arc::clone(&ctx.layout.schema);
     Ok(Box::pin(RecordBatchStreamAdapter::new(
