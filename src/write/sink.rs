@@ -393,6 +393,8 @@ impl PaimonSink {
             }
         }
         let buckets: Vec<i32> = match (routing.buckets, assigner) {
+            // One bucket: every row lands in it, no hash needed.
+            (BucketMode::Fixed(1), _) => vec![0; rows],
             (BucketMode::Fixed(n), _) => fixed_buckets(batch, &routing.bucket_columns, n)?,
             (BucketMode::Unaware, _) => vec![0; rows],
             (BucketMode::Postpone, _) => vec![-2; rows],
@@ -620,11 +622,17 @@ impl DataSink for PaimonSink {
             for (group, rows) in targets.iter().zip(target_rows) {
                 let start = *next_seq.entry(group.clone()).or_insert(0);
                 next_seq.insert(group.clone(), start + rows.len() as i64);
-                let rows = UInt32Array::from(rows);
-                let part = take_record_batch(&batch, &rows)?;
-                let part_kinds = arrow::compute::take(&kinds, &rows, None)?
-                    .as_primitive::<Int8Type>()
-                    .clone();
+                let (part, part_kinds) = if rows.len() == batch.num_rows() {
+                    // The whole batch goes to one bucket (`rows` is then 0..n in order).
+                    (batch.clone(), kinds.clone())
+                } else {
+                    let rows = UInt32Array::from(rows);
+                    let part = take_record_batch(&batch, &rows)?;
+                    let part_kinds = arrow::compute::take(&kinds, &rows, None)?
+                        .as_primitive::<Int8Type>()
+                        .clone();
+                    (part, part_kinds)
+                };
                 let n = part.num_rows();
                 let seqs = Int64Array::from_iter_values(start..start + n as i64);
                 let buffer = buffers.entry(group.clone()).or_insert_with(BucketBuffer::new);
