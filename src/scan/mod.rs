@@ -16,7 +16,7 @@ pub use exec::PaimonScanExec;
 pub(crate) use exec::{ReadView, ScanContext};
 pub(crate) use file_read::{read_file, FileToRead, ReadLayout};
 pub use incremental::PaimonIncrementalScanExec;
-pub(crate) use parallel::spread_over_partitions;
+pub(crate) use parallel::{spread_diffs_over_partitions, spread_over_partitions};
 pub(crate) use plan::{
     load_file_schemas, lookup_read, plan_scan, prune_files, pruning_predicate, PlanRequest,
 };

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use datafusion::common::{Result, ScalarValue};
 
 use super::exec::ScanContext;
+use super::incremental::plan::{ChangeFiles, ChangeSplit};
 use super::row_selection::{file_key_units, KeyRange};
 use super::split::{Split, SplitFile};
 use crate::format::FileFormat;
@@ -247,3 +248,96 @@ fn section_in_range(section: &Section, range: &KeyRange) -> Section {
         .filter(|run| !run.is_empty())
         .collect()
 }
+
+/// Cuts diff splits bigger than their share of `partitions` into key ranges, as
+/// [`spread_over_partitions`] does for batch reads: both states of a range are read and
+/// compared by the same partition, so each key is compared exactly once. Ranges are cut inside
+/// the split's own narrowed range (`incremental::plan::narrow_diff`), if any.
+pub(crate) async fn spread_diffs_over_partitions(
+    splits: Vec<ChangeSplit>,
+    partitions: usize,
+    ctx: &ScanContext,
+    first_key: Option<&DataField>,
+) -> Result<Vec<ChangeSplit>> {
+    let Some(key) = first_key.filter(|k| ctx.layout.fields.iter().any(|f| f.id == k.id)) else {
+        return Ok(splits);
+    };
+    if partitions <= 1 || splits.len() >= partitions {
+        return Ok(splits);
+    }
+    let total: i64 = splits.iter().map(ChangeSplit::row_count).sum();
+    let share = (total / partitions as i64).max(MIN_PIECE_ROWS);
+    let mut out = Vec::with_capacity(splits.len());
+    for split in splits {
+        let rows = split.row_count();
+        let ChangeFiles::Diff { before, after, keys } = &split.files else {
+            out.push(split);
+            continue;
+        };
+        if rows <= share + share / 4 {
+            out.push(split);
+            continue;
+        }
+        // Cut points from both states' files together.
+        let both: Section = before.iter().chain(after.iter()).flatten().cloned().collect();
+        if !all_parquet(&both) {
+            out.push(split);
+            continue;
+        }
+        let wanted = ((rows + share - 1) / share).min(partitions as i64) as usize;
+        let ranges = key_ranges(ctx, &split.bucket_dir, &both, key, wanted).await?;
+        // Keep the cuts strictly inside the narrowed range.
+        let cuts: Vec<ScalarValue> = ranges
+            .iter()
+            .filter_map(|(r, _)| r.lower.clone())
+            .filter(|c| match keys.as_deref() {
+                Some(k) => {
+                    k.lower.as_ref().is_none_or(|l| cmp(c, l).is_gt())
+                        && k.upper.as_ref().is_none_or(|u| cmp(c, u).is_lt())
+                }
+                None => true,
+            })
+            .collect();
+        if cuts.is_empty() {
+            out.push(split);
+            continue;
+        }
+        let (lower, upper, upper_inclusive) = match keys.as_deref() {
+            Some(k) => (k.lower.clone(), k.upper.clone(), k.upper_inclusive),
+            None => (None, None, false),
+        };
+        let mut bounds: Vec<Option<ScalarValue>> = vec![lower];
+        bounds.extend(cuts.into_iter().map(Some));
+        bounds.push(upper);
+        let last = bounds.len() - 2;
+        for (i, w) in bounds.windows(2).enumerate() {
+            let range = KeyRange {
+                field_id: key.id,
+                key_type: key.data_type.to_arrow(),
+                lower: w[0].clone(),
+                upper: w[1].clone(),
+                upper_inclusive: i == last && upper_inclusive,
+            };
+            let cut = |sections: &Sections| -> Sections {
+                sections
+                    .iter()
+                    .map(|s| section_in_range(s, &range))
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            };
+            out.push(ChangeSplit {
+                partition_path: split.partition_path.clone(),
+                bucket: split.bucket,
+                bucket_dir: split.bucket_dir.clone(),
+                files: ChangeFiles::Diff {
+                    before: cut(before),
+                    after: cut(after),
+                    keys: Some(Arc::new(range)),
+                },
+            });
+        }
+    }
+    Ok(out)
+}
+
+type Sections = Vec<Section>;

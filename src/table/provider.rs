@@ -23,8 +23,8 @@ use crate::merge::MergeEngineSpec;
 use crate::meta::{OverwriteScope, TableMeta};
 use crate::scan::incremental::{plan_incremental, ChangeMode, IncrementalPlanRequest, IncrementalRange};
 use crate::scan::{
-    list_type, plan_scan, spread_over_partitions, PaimonIncrementalScanExec, PaimonScanExec, PlanRequest,
-    ReadLayout, ReadView, ScanContext, StatsPruning,
+    list_type, plan_scan, spread_diffs_over_partitions, spread_over_partitions, PaimonIncrementalScanExec,
+    PaimonScanExec, PlanRequest, ReadLayout, ReadView, ScanContext, StatsPruning,
 };
 use crate::spec::{MergeEngine, Snapshot, TableOptions, TableSchema};
 use crate::write::{AppendDmlExec, PaimonSink, WriteKind};
@@ -611,13 +611,17 @@ impl PaimonTable {
             output_schema,
             pruning: None,
         };
+        let target_partitions = state.config().target_partitions();
+        let first_key = self.schema.trimmed_primary_keys().first().map(|f| (*f).clone());
+        let splits =
+            spread_diffs_over_partitions(plan.splits, target_partitions, &ctx, first_key.as_ref()).await?;
         Ok(Arc::new(PaimonIncrementalScanExec::new(
             self.name.clone(),
             range.clone(),
             self.view,
             ctx,
-            plan.splits,
-            state.config().target_partitions(),
+            splits,
+            target_partitions,
             limit,
         )))
     }

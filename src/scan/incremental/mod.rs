@@ -14,7 +14,7 @@
 
 mod diff;
 mod exec;
-mod plan;
+pub(crate) mod plan;
 mod stream;
 
 pub use exec::PaimonIncrementalScanExec;
