@@ -42,6 +42,13 @@ use crate::spec::{paths, BinaryRow, FileKind, IndexManifestEntry, ManifestEntry,
 /// A row-level DELETE (`updates` = None) or UPDATE of an append table.
 #[derive(Debug)]
 pub struct AppendDmlExec {
+    job: Arc<Job>,
+    properties: Arc<PlanProperties>,
+}
+
+/// What one statement changes, and how.
+#[derive(Debug)]
+struct Job {
     table: String,
     meta: Arc<TableMeta>,
     schema: Arc<TableSchema>,
@@ -53,7 +60,6 @@ pub struct AppendDmlExec {
     /// UPDATE: the new value of every column, in schema order (unassigned columns are
     /// themselves), cast to the column's type.
     updates: Option<Vec<Arc<dyn PhysicalExpr>>>,
-    properties: Arc<PlanProperties>,
 }
 
 impl AppendDmlExec {
@@ -72,7 +78,7 @@ impl AppendDmlExec {
             EmissionType::Final,
             Boundedness::Bounded,
         ));
-        AppendDmlExec {
+        let job = Job {
             table,
             meta,
             schema,
@@ -80,10 +86,15 @@ impl AppendDmlExec {
             predicate,
             pruning,
             updates,
+        };
+        AppendDmlExec {
+            job: Arc::new(job),
             properties,
         }
     }
+}
 
+impl Job {
     fn statement(&self) -> &'static str {
         if self.updates.is_some() {
             "UPDATE"
@@ -111,10 +122,10 @@ impl DisplayAs for AppendDmlExec {
         write!(
             f,
             "AppendDmlExec: table={}, statement={}, mode={}, predicate={}",
-            self.table,
-            self.statement(),
-            self.mode(),
-            self.predicate
+            self.job.table,
+            self.job.statement(),
+            self.job.mode(),
+            self.job.predicate
         )
     }
 }
@@ -128,7 +139,7 @@ impl ExecutionPlan for AppendDmlExec {
         &self,
         f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
     ) -> Result<TreeNodeRecursion> {
-        f(&self.predicate)
+        f(&self.job.predicate)
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {
@@ -154,19 +165,10 @@ impl ExecutionPlan for AppendDmlExec {
         if partition != 0 {
             return internal_err!("AppendDmlExec has one partition, asked for {partition}");
         }
-        let job = Job {
-            table: self.table.clone(),
-            meta: Arc::clone(&self.meta),
-            schema: Arc::clone(&self.schema),
-            options: self.options.clone(),
-            predicate: Arc::clone(&self.predicate),
-            pruning: self.pruning.clone(),
-            updates: self.updates.clone(),
-            batch_size: context.session_config().batch_size(),
-            statement: self.statement(),
-        };
+        let job = Arc::clone(&self.job);
+        let batch_size = context.session_config().batch_size();
         let stream = futures::stream::once(async move {
-            let count = job.run().await?;
+            let count = job.run(batch_size).await?;
             Ok(RecordBatch::try_new(
                 count_schema(),
                 vec![Arc::new(UInt64Array::from(vec![count]))],
@@ -176,17 +178,12 @@ impl ExecutionPlan for AppendDmlExec {
     }
 }
 
-/// Everything one execution needs.
-struct Job {
-    table: String,
-    meta: Arc<TableMeta>,
-    schema: Arc<TableSchema>,
-    options: TableOptions,
-    predicate: Arc<dyn PhysicalExpr>,
-    pruning: Option<Arc<PruningPredicate>>,
-    updates: Option<Vec<Arc<dyn PhysicalExpr>>>,
+/// How every file of one statement is read.
+struct Reading<'a> {
+    layout: Arc<ReadLayout>,
+    vectors: &'a DeletionVectorIndex,
+    dv_mode: bool,
     batch_size: usize,
-    statement: &'static str,
 }
 
 /// What reading one file found.
@@ -201,7 +198,7 @@ struct FileOutcome {
 }
 
 impl Job {
-    async fn run(&self) -> Result<u64> {
+    async fn run(&self, batch_size: usize) -> Result<u64> {
         let Some(snapshot) = self.meta.latest_snapshot().await? else {
             return Ok(0);
         };
@@ -212,10 +209,15 @@ impl Job {
             None => vec![],
         };
         let dv_mode = self.options.deletion_vectors;
-        let layout = Arc::new(ReadLayout::new(self.schema.fields.clone(), false));
+        let reading = Reading {
+            layout: Arc::new(ReadLayout::new(self.schema.fields.clone(), false)),
+            vectors: &vectors,
+            dv_mode,
+            batch_size,
+        };
         let mut file_schemas = HashMap::new();
         let mut base = RowLevelBase {
-            statement: self.statement.to_string(),
+            statement: self.statement().to_string(),
             ..Default::default()
         };
         let (mut added, mut index_added) = (Vec::new(), Vec::new());
@@ -243,9 +245,7 @@ impl Job {
                     .get(&entry.file.schema_id)
                     .cloned()
                     .ok_or_else(|| exec_datafusion_err!("Schema {} is not loaded", entry.file.schema_id))?;
-                let outcome = self
-                    .read_file(entry, &dir, file_schema, Arc::clone(&layout), &vectors, dv_mode)
-                    .await?;
+                let outcome = self.read_file(entry, &dir, file_schema, &reading).await?;
                 if outcome.matched.is_empty() {
                     continue;
                 }
@@ -292,7 +292,7 @@ impl Job {
             partition_types: self.schema.partition_types(),
             commit_user: uuid::Uuid::new_v4().to_string(),
             commit_identifier: i64::MAX,
-            operation: Some(self.statement.to_string()),
+            operation: Some(self.statement().to_string()),
             compacted: vec![],
             changelog: vec![],
             index_added,
@@ -302,7 +302,7 @@ impl Job {
         self.meta
             .commit(&request)
             .await
-            .map_err(|e| exec_datafusion_err!("{} on table {} failed: {e}", self.statement, self.table))?;
+            .map_err(|e| exec_datafusion_err!("{} on table {} failed: {e}", self.statement(), self.table))?;
         Ok(count)
     }
 
@@ -322,10 +322,14 @@ impl Job {
         entry: &ManifestEntry,
         dir: &str,
         file_schema: Arc<TableSchema>,
-        layout: Arc<ReadLayout>,
-        vectors: &DeletionVectorIndex,
-        dv_mode: bool,
+        reading: &Reading<'_>,
     ) -> Result<FileOutcome> {
+        let Reading {
+            layout,
+            vectors,
+            dv_mode,
+            batch_size,
+        } = reading;
         let io = self.meta.io();
         let path = match &entry.file.external_path {
             Some(p) => {
@@ -339,8 +343,16 @@ impl Job {
         };
         // Read without the vector, so positions are the file's; deleted rows are masked below.
         let file = FileToRead::whole(path, entry.file.file_size.max(0) as u64, false, None);
-        let mut stream =
-            Box::pin(read_file(Arc::clone(io.store()), file, file_schema, layout, self.batch_size).await?);
+        let mut stream = Box::pin(
+            read_file(
+                Arc::clone(io.store()),
+                file,
+                file_schema,
+                Arc::clone(layout),
+                *batch_size,
+            )
+            .await?,
+        );
         let mut outcome = FileOutcome::default();
         let mut offset = 0u64;
         let mut next_deleted = 0usize;
@@ -358,7 +370,7 @@ impl Job {
             let matches = matches
                 .as_any()
                 .downcast_ref::<BooleanArray>()
-                .ok_or_else(|| exec_datafusion_err!("The {} predicate is not boolean", self.statement))?;
+                .ok_or_else(|| exec_datafusion_err!("The {} predicate is not boolean", self.statement()))?;
             // NULL does not match.
             let matches = if matches.null_count() > 0 {
                 prep_null_mask_filter(matches)
@@ -377,7 +389,7 @@ impl Job {
                 Some(updates) => Some(self.updated(&batch, updates, &hit)?),
                 None => None,
             };
-            if dv_mode {
+            if *dv_mode {
                 if let Some(new_rows) = new_rows {
                     outcome.updated.push(filter_record_batch(&new_rows, &hit)?);
                 }
