@@ -79,7 +79,8 @@ impl ChangeSplit {
         }
     }
 
-    /// `bucket-0: files=2` or, for a diff, `bucket-0: before_files=1 after_files=2`.
+    /// `bucket-0: files=2` or, for a diff, `bucket-0 keys=[1, 4]: before_files=1 after_files=2`
+    /// (the keys that can differ, where narrowed).
     pub(crate) fn summary(&self) -> String {
         let count = |s: &Vec<Vec<Vec<SplitFile>>>| s.iter().flatten().map(Vec::len).sum::<usize>();
         let files = match &self.files {
@@ -88,7 +89,11 @@ impl ChangeSplit {
                 format!("before_files={} after_files={}", count(before), count(after))
             }
         };
-        format!("{}bucket-{}: {files}", self.partition_path, self.bucket)
+        let keys = match &self.files {
+            ChangeFiles::Diff { keys: Some(k), .. } => format!(" keys={}", k.display()),
+            _ => String::new(),
+        };
+        format!("{}bucket-{}{keys}: {files}", self.partition_path, self.bucket)
     }
 }
 
