@@ -9,14 +9,16 @@
 //!
 //! Files a unit rewrites take their vectors with them; a file moved up a level keeps its own.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use datafusion::common::Result;
 
 use super::unit::UnitResult;
-use crate::deletion_vector::{encode_index_file, DeletionVectorIndex, DELETION_VECTORS_INDEX};
+use crate::deletion_vector::{
+    merged_positions, write_bucket_index, DeletionVectorIndex, DELETION_VECTORS_INDEX,
+};
 use crate::meta::{PartitionBucket, TableMeta};
-use crate::spec::{paths, FileKind, IndexManifestEntry, ManifestEntry};
+use crate::spec::{FileKind, IndexManifestEntry, ManifestEntry};
 
 /// How a bucket's index manifest entries change.
 pub(super) enum IndexChange {
@@ -48,46 +50,32 @@ pub(super) async fn bucket_vectors(
     if unit.deleted_rows.is_empty() && !drops_a_vector {
         return Ok(None);
     }
-    let mut positions: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for entry in files {
-        let name = entry.file.file_name.as_str();
-        if removed.contains(name) {
-            continue;
-        }
-        if let Some(dv) = vectors.get(name) {
-            let vector = dv.load(meta.io().store()).await?;
-            positions.insert(name.to_string(), vector.positions().to_vec());
-        }
-    }
-    for (name, rows) in &unit.deleted_rows {
-        let all = positions.entry(name.clone()).or_default();
-        all.extend(rows);
-        all.sort_unstable();
-        all.dedup();
-    }
-    let entry = |kind: FileKind, file_name: String, file_size: i64, ranges| IndexManifestEntry {
-        kind,
-        partition: group.0.clone(),
-        bucket: group.1,
-        index_type: DELETION_VECTORS_INDEX.to_string(),
-        file_name,
-        file_size,
-        row_count: positions.len() as i64,
-        dv_ranges: ranges,
-        external_path: None,
-    };
+    let kept_files: Vec<&str> = files
+        .iter()
+        .map(|e| e.file.file_name.as_str())
+        .filter(|name| !removed.contains(name))
+        .collect();
+    let added = unit
+        .deleted_rows
+        .iter()
+        .map(|(n, r)| (n.clone(), r.clone()))
+        .collect();
+    let positions = merged_positions(meta.io().store(), &kept_files, vectors, added).await?;
     if positions.is_empty() {
-        return Ok(had_index.then(|| IndexChange::Remove(entry(FileKind::Delete, String::new(), 0, None))));
+        return Ok(had_index.then(|| {
+            IndexChange::Remove(IndexManifestEntry {
+                kind: FileKind::Delete,
+                partition: group.0.clone(),
+                bucket: group.1,
+                index_type: DELETION_VECTORS_INDEX.to_string(),
+                file_name: String::new(),
+                file_size: 0,
+                row_count: 0,
+                dv_ranges: None,
+                external_path: None,
+            })
+        }));
     }
-    let vectors: Vec<(String, Vec<u64>)> = positions.clone().into_iter().collect();
-    let (bytes, ranges) = encode_index_file(&vectors)?;
-    let name = format!("index-{}-0", uuid::Uuid::new_v4());
-    let size = bytes.len() as i64;
-    meta.io().write(&paths::index_file(&name), bytes).await?;
-    Ok(Some(IndexChange::Replace(entry(
-        FileKind::Add,
-        name,
-        size,
-        Some(ranges),
-    ))))
+    let entry = write_bucket_index(meta.io(), &group.0, group.1, positions).await?;
+    Ok(Some(IndexChange::Replace(entry)))
 }

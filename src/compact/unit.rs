@@ -184,12 +184,10 @@ impl BucketCompaction<'_> {
         apply_deletions: bool,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let file = &entry.file;
-        let path = match &file.external_path {
-            Some(p) => {
-                object_store::path::Path::from(p.trim_start_matches("file://").trim_start_matches('/'))
-            }
-            None => self.meta.io().path(&format!("{}/{}", self.dir, file.file_name)),
-        };
+        let path = self
+            .meta
+            .io()
+            .data_file_path(&self.dir, &file.file_name, file.external_path.as_deref());
         let file_schema = self.meta.schema(file.schema_id).await?;
         let stream = read_file(
             Arc::clone(self.meta.io().store()),

@@ -22,7 +22,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 
 pub(crate) use codec::DeletionVector;
-pub(crate) use write::encode_index_file;
+pub(crate) use write::{merged_positions, write_bucket_index};
 
 use crate::io::FileIO;
 use crate::spec::{paths, FileKind, IndexManifestEntry};

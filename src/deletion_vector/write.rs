@@ -83,3 +83,52 @@ mod tests {
         }
     }
 }
+
+/// The vectors of a bucket after a change: the current vector of each of `files` that has one,
+/// with `added` positions merged in (sorted, without repeats). Files left out lose their vector.
+pub(crate) async fn merged_positions(
+    store: &std::sync::Arc<dyn object_store::ObjectStore>,
+    files: &[&str],
+    current: &super::DeletionVectorIndex,
+    added: Vec<(String, Vec<u64>)>,
+) -> Result<std::collections::BTreeMap<String, Vec<u64>>> {
+    let mut positions = std::collections::BTreeMap::new();
+    for &name in files {
+        if let Some(dv) = current.get(name) {
+            positions.insert(name.to_string(), dv.load(store).await?.positions().to_vec());
+        }
+    }
+    for (name, rows) in added {
+        let all: &mut Vec<u64> = positions.entry(name).or_default();
+        all.extend(rows);
+        all.sort_unstable();
+        all.dedup();
+    }
+    Ok(positions)
+}
+
+/// Writes one index file holding `positions` for `partition` and `bucket`, and returns its
+/// ADD entry (which replaces the bucket's DELETION_VECTORS entries at commit).
+pub(crate) async fn write_bucket_index(
+    io: &crate::io::FileIO,
+    partition: &[u8],
+    bucket: i32,
+    positions: std::collections::BTreeMap<String, Vec<u64>>,
+) -> Result<crate::spec::IndexManifestEntry> {
+    let vectors: Vec<(String, Vec<u64>)> = positions.into_iter().collect();
+    let (bytes, ranges) = encode_index_file(&vectors)?;
+    let name = format!("index-{}-0", uuid::Uuid::new_v4());
+    let size = bytes.len() as i64;
+    io.write(&crate::spec::paths::index_file(&name), bytes).await?;
+    Ok(crate::spec::IndexManifestEntry {
+        kind: crate::spec::FileKind::Add,
+        partition: partition.to_vec(),
+        bucket,
+        index_type: super::DELETION_VECTORS_INDEX.to_string(),
+        file_name: name,
+        file_size: size,
+        row_count: vectors.len() as i64,
+        dv_ranges: Some(ranges),
+        external_path: None,
+    })
+}

@@ -42,6 +42,15 @@ impl FileIO {
     }
 
     /// Object-store path of a file relative to the root.
+    /// Where a data file is: its external path when it has one, else `<dir>/<name>` under
+    /// the table.
+    pub(crate) fn data_file_path(&self, dir: &str, name: &str, external: Option<&str>) -> Path {
+        match external {
+            Some(p) => Path::from(p.trim_start_matches("file://").trim_start_matches('/')),
+            None => self.path(&format!("{dir}/{name}")),
+        }
+    }
+
     pub(crate) fn path(&self, relative: &str) -> Path {
         let mut p = self.root.clone();
         for part in relative.split('/').filter(|s| !s.is_empty()) {

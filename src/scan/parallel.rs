@@ -166,12 +166,9 @@ async fn key_ranges(
 ) -> Result<Vec<(KeyRange, i64)>> {
     let key_type = key.data_type.to_arrow();
     let opens = section.iter().flatten().map(|f| {
-        let path = match &f.external_path {
-            Some(p) => {
-                object_store::path::Path::from(p.trim_start_matches("file://").trim_start_matches('/'))
-            }
-            None => ctx.table_io.path(&format!("{dir}/{}", f.file_name)),
-        };
+        let path = ctx
+            .table_io
+            .data_file_path(dir, &f.file_name, f.external_path.as_deref());
         let store = Arc::clone(ctx.table_io.store());
         let size = f.file_size;
         async move { crate::format::open(store, &path, size, true).await }

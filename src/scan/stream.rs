@@ -91,12 +91,9 @@ pub(crate) fn run_stream(
         .then(move |f| {
             let ctx = Arc::clone(&ctx2);
             let key_range = key_range.clone();
-            let path = match &f.external_path {
-                Some(p) => {
-                    object_store::path::Path::from(p.trim_start_matches("file://").trim_start_matches('/'))
-                }
-                None => ctx.table_io.path(&format!("{dir}/{}", f.file_name)),
-            };
+            let path = ctx
+                .table_io
+                .data_file_path(&dir, &f.file_name, f.external_path.as_deref());
             async move {
                 let schema = ctx.file_schemas.get(&f.schema_id).cloned().ok_or_else(|| {
                     datafusion::common::exec_datafusion_err!(

@@ -33,7 +33,9 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 use futures::TryStreamExt;
 
-use crate::deletion_vector::{encode_index_file, DeletionVectorIndex, DELETION_VECTORS_INDEX};
+use crate::deletion_vector::{
+    merged_positions, write_bucket_index, DeletionVectorIndex, DELETION_VECTORS_INDEX,
+};
 use crate::io::{write_data_file, DataFileRows};
 use crate::meta::{CommitRequest, OverwriteScope, RowLevelBase, TableMeta};
 use crate::scan::{load_file_schemas, prune_files, read_file, FileToRead, ReadLayout};
@@ -331,12 +333,7 @@ impl Job {
             batch_size,
         } = reading;
         let io = self.meta.io();
-        let path = match &entry.file.external_path {
-            Some(p) => {
-                object_store::path::Path::from(p.trim_start_matches("file://").trim_start_matches('/'))
-            }
-            None => io.path(&format!("{dir}/{}", entry.file.file_name)),
-        };
+        let path = io.data_file_path(dir, &entry.file.file_name, entry.file.external_path.as_deref());
         let deleted: Vec<u64> = match vectors.get(&entry.file.file_name) {
             Some(dv) => dv.load(io.store()).await?.positions().to_vec(),
             None => vec![],
@@ -458,34 +455,10 @@ impl Job {
         vectors: &DeletionVectorIndex,
         new_positions: BTreeMap<String, Vec<u64>>,
     ) -> Result<IndexManifestEntry> {
-        let mut positions: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-        for entry in files {
-            if let Some(dv) = vectors.get(&entry.file.file_name) {
-                let vector = dv.load(self.meta.io().store()).await?;
-                positions.insert(entry.file.file_name.clone(), vector.positions().to_vec());
-            }
-        }
-        for (name, rows) in new_positions {
-            let all = positions.entry(name).or_default();
-            all.extend(rows);
-            all.sort_unstable();
-            all.dedup();
-        }
-        let list: Vec<(String, Vec<u64>)> = positions.into_iter().collect();
-        let (bytes, ranges) = encode_index_file(&list)?;
-        let name = format!("index-{}-0", uuid::Uuid::new_v4());
-        let size = bytes.len() as i64;
-        self.meta.io().write(&paths::index_file(&name), bytes).await?;
-        Ok(IndexManifestEntry {
-            kind: FileKind::Add,
-            partition: partition.to_vec(),
-            bucket,
-            index_type: DELETION_VECTORS_INDEX.to_string(),
-            file_name: name,
-            file_size: size,
-            row_count: list.len() as i64,
-            dv_ranges: Some(ranges),
-            external_path: None,
-        })
+        let io = self.meta.io();
+        let names: Vec<&str> = files.iter().map(|e| e.file.file_name.as_str()).collect();
+        let added = new_positions.into_iter().collect();
+        let positions = merged_positions(io.store(), &names, vectors, added).await?;
+        write_bucket_index(io, partition, bucket, positions).await
     }
 }
