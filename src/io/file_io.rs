@@ -96,6 +96,17 @@ impl FileIO {
         {
             Ok(_) => Ok(true),
             Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+            // Without create-if-absent two writers could both "create" snapshot-N and one
+            // commit would vanish: refuse to commit rather than risk it (Java Paimon needs a
+            // catalog lock on such stores; we have none).
+            Err(object_store::Error::NotImplemented { .. }) => Err(Error::Unsupported(format!(
+                "cannot create {} atomically: the object store ({}) has no create-if-absent \
+                 (conditional put), which commits need so that concurrent writers cannot \
+                 overwrite each other's snapshot; on S3 keep conditional puts enabled \
+                 (AWS_S3_CONDITIONAL_PUT=etag, the default)",
+                self.display(relative),
+                self.store
+            ))),
             Err(e) => Err(e.into()),
         }
     }

@@ -28,7 +28,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use tempfile::TempDir;
 
-use crate::run_sql;
+use crate::{run_sql, S3Warehouse};
 
 /// Concurrent writers (one session each) and statements per writer.
 const WRITERS: i64 = 3;
@@ -47,6 +47,8 @@ fn pk_schema() -> &'static str {
 enum Backend {
     Local,
     Memory,
+    /// A real S3-compatible server (`tests/s3/run.sh`); the commit relies on its conditional put.
+    S3,
 }
 
 /// A warehouse in one store, and a way to open more sessions over it.
@@ -80,7 +82,23 @@ impl Warehouse {
                 backend,
                 _dir: None,
             },
+            Backend::S3 => {
+                let s3 = S3Warehouse::new("concurrent");
+                Warehouse {
+                    store: s3.store(),
+                    root: s3.root.clone(),
+                    location: s3.url(),
+                    backend,
+                    _dir: None,
+                }
+            }
         }
+    }
+
+    /// The URL prefix its object store is registered under (`memory://`, `s3://bucket`).
+    fn store_url(&self) -> url::Url {
+        let url = url::Url::parse(&self.location).expect("warehouse URL");
+        url::Url::parse(&url[..url::Position::BeforePath]).expect("store URL")
     }
 
     fn path(&self, relative: &str) -> Path {
@@ -105,13 +123,13 @@ impl Warehouse {
             Backend::Local => PaimonSession::with_config(config, &self.location)
                 .await
                 .expect("warehouse opens"),
-            Backend::Memory => {
+            Backend::Memory | Backend::S3 => {
                 let config = config
                     .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_DATABASE)
                     .with_create_default_catalog_and_schema(false)
                     .with_information_schema(true);
                 let ctx = SessionContext::new_with_config(config);
-                ctx.register_object_store(&url::Url::parse("memory://").unwrap(), Arc::clone(&self.store));
+                ctx.register_object_store(&self.store_url(), Arc::clone(&self.store));
                 PaimonSession::register(ctx, &self.location)
                     .await
                     .expect("warehouse opens")
@@ -421,6 +439,12 @@ async fn overwrite_races_insert(backend: Backend) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs an S3 server: tests/s3/run.sh"]
+async fn concurrent_inserts_s3() {
+    concurrent_inserts(Backend::S3).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn overwrite_races_insert_local() {
     overwrite_races_insert(Backend::Local).await;
 }
@@ -430,12 +454,17 @@ async fn overwrite_races_insert_in_memory() {
     overwrite_races_insert(Backend::Memory).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs an S3 server: tests/s3/run.sh"]
+async fn overwrite_races_insert_s3() {
+    overwrite_races_insert(Backend::S3).await;
+}
+
 /// Writers of a lookup-producer table race each other's post-commit compactions: a compaction
 /// whose input files were compacted away by another writer is dropped (the write itself stays
 /// committed), so every statement succeeds and every key is read exactly once.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn compaction_races_writes() {
-    let warehouse = Warehouse::new(Backend::Local);
+async fn compaction_races_writes(backend: Backend) {
+    let warehouse = Warehouse::new(backend);
     let schema = pk_schema().replace(r#""write-only":"true""#, r#""changelog-producer":"lookup""#);
     warehouse.create_table("t", &schema).await;
     let commits = 6;
@@ -464,4 +493,15 @@ async fn compaction_races_writes() {
         .into_iter()
         .collect();
     assert_eq!(keys(&warehouse, "t").await, expected, "every key exactly once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn compaction_races_writes_local() {
+    compaction_races_writes(Backend::Local).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "needs an S3 server: tests/s3/run.sh"]
+async fn compaction_races_writes_s3() {
+    compaction_races_writes(Backend::S3).await;
 }

@@ -16,6 +16,7 @@ mod errors;
 mod fixtures;
 mod incremental;
 mod long_history;
+mod object_store_s3;
 mod tailing;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ use std::path::{Path, PathBuf};
 use arrow::array::RecordBatch;
 use datafusion::error::Result;
 use datafusion_paimon::PaimonSession;
+pub(crate) use object_store_s3::S3Warehouse;
 
 /// The fixture corpus root: `tests/fixtures/pypaimon-2.1.0`.
 pub(crate) fn fixture_root() -> PathBuf {
