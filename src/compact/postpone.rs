@@ -26,8 +26,8 @@ use super::{CompactScope, Compaction};
 use crate::io::{write_data_file, DataFileRows};
 use crate::meta::{CommitRequest, OverwriteScope};
 use crate::scan::{read_file, FileToRead, ReadLayout};
+use crate::spec::bucket::fixed_buckets;
 use crate::spec::{paths, BinaryRow, FileKind, ManifestEntry, Snapshot, TableOptions};
-use crate::write::bucket::fixed_buckets;
 
 /// The postpone bucket id.
 pub(crate) const POSTPONE_BUCKET: i32 = -2;

@@ -2,8 +2,10 @@
 
 mod data_file_write;
 mod file_io;
+mod read_counting;
 mod rolling_write;
 
 pub(crate) use data_file_write::{write_data_file, DataFileRows, DataFileWriter};
 pub(crate) use file_io::FileIO;
+pub(crate) use read_counting::ReadCountingStore;
 pub(crate) use rolling_write::RollingFileWriter;

@@ -78,7 +78,7 @@ use arrow::datatypes::{DataType, Int8Type, SchemaRef};
 use arrow::row::{RowConverter, SortField};
 use datafusion::common::{DataFusionError, Result};
 use datafusion::execution::SendableRecordBatchStream;
-use datafusion::physical_plan::metrics::{BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder};
+use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricBuilder, Time};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 
@@ -100,13 +100,16 @@ pub(crate) struct MergeOptions {
     pub batch_size: usize,
 }
 
-/// Metrics of one merge.
+/// Metrics of the merges of one output partition. The names start with `merge_` so they sit
+/// next to the scan's own metrics (`output_rows`, `bytes_scanned`, ...) without clashing.
 #[derive(Debug, Clone)]
 pub(crate) struct MergeMetrics {
-    /// Output rows/batches, compute time (excluding time spent waiting for input).
-    pub baseline: BaselineMetrics,
+    /// Time spent merging, excluding the time spent waiting for (and decoding) input.
+    pub merge_time: Time,
     /// Rows read from all runs.
     pub input_rows: Count,
+    /// Rows the merges produced.
+    pub output_rows: Count,
     /// Records superseded by another record of the same key.
     pub rows_merged_away: Count,
     /// Keys dropped because their winning record is a retraction.
@@ -117,8 +120,9 @@ impl MergeMetrics {
     /// Registers the merge metrics of `partition` in `metrics`.
     pub(crate) fn new(metrics: &ExecutionPlanMetricsSet, partition: usize) -> Self {
         Self {
-            baseline: BaselineMetrics::new(metrics, partition),
+            merge_time: MetricBuilder::new(metrics).subset_time("merge_time", partition),
             input_rows: MetricBuilder::new(metrics).counter("merge_input_rows", partition),
+            output_rows: MetricBuilder::new(metrics).counter("merge_output_rows", partition),
             rows_merged_away: MetricBuilder::new(metrics).counter("merge_rows_merged_away", partition),
             retracts_dropped: MetricBuilder::new(metrics).counter("merge_retracts_dropped", partition),
         }
@@ -181,7 +185,6 @@ pub(crate) fn merge_sorted_runs_with<F: MergeFunction>(
 ) -> Result<SendableRecordBatchStream> {
     let converter = validate(&schema, &options)?;
     if runs.is_empty() {
-        metrics.baseline.done();
         let empty = futures::stream::empty::<Result<RecordBatch>>();
         return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, empty)));
     }
@@ -264,14 +267,19 @@ pub(crate) fn drop_retracts(batch: &RecordBatch, kind_column: usize) -> Result<R
 }
 
 /// [`drop_retracts`] over a whole stream (a section with a single sorted run whose keys are
-/// known to be unique), skipping batches that become empty.
+/// known to be unique), skipping batches that become empty; counts the rows it drops.
 pub(crate) fn drop_retracts_stream(
     input: SendableRecordBatchStream,
     kind_column: usize,
+    dropped: Count,
 ) -> SendableRecordBatchStream {
     let schema = Arc::clone(&input.schema());
     let output = input.filter_map(move |batch| {
-        let result = batch.and_then(|b| drop_retracts(&b, kind_column));
+        let result = batch.and_then(|b| {
+            let kept = drop_retracts(&b, kind_column)?;
+            dropped.add(b.num_rows() - kept.num_rows());
+            Ok(kept)
+        });
         futures::future::ready(match result {
             Ok(b) if b.num_rows() == 0 => None,
             other => Some(other),

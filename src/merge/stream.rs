@@ -152,12 +152,12 @@ impl<F: MergeFunction> MergeStream<F> {
                 .map(|c| c.as_ref().map_or(u128::MAX, RunCursor::head_sort_key))
                 .collect();
             self.tree = Some(LoserTree::new(&keys, |a, b| leaf_gt(cursors, a, b)));
-            self.metrics.baseline.elapsed_compute().add_elapsed(start);
+            self.metrics.merge_time.add_elapsed(start);
         }
         loop {
             let start = Instant::now();
             let progress = self.run_sync();
-            self.metrics.baseline.elapsed_compute().add_elapsed(start);
+            self.metrics.merge_time.add_elapsed(start);
             match progress? {
                 Progress::NeedRefill(run) => self.refill(run).await?,
                 Progress::Full => {
@@ -167,11 +167,7 @@ impl<F: MergeFunction> MergeStream<F> {
                     }
                 }
                 Progress::Done => {
-                    let batch = self.flush()?;
-                    if batch.is_none() {
-                        self.metrics.baseline.done();
-                    }
-                    return Ok(batch);
+                    return self.flush();
                 }
             }
         }
@@ -187,9 +183,9 @@ impl<F: MergeFunction> MergeStream<F> {
         m.rows_merged_away.add(std::mem::take(&mut self.merged_away));
         m.retracts_dropped.add(std::mem::take(&mut self.dropped));
         if let Some(batch) = &batch {
-            m.baseline.record_output(batch.num_rows());
+            m.output_rows.add(batch.num_rows());
         }
-        m.baseline.elapsed_compute().add_elapsed(start);
+        m.merge_time.add_elapsed(start);
         Ok(batch)
     }
 
@@ -238,7 +234,7 @@ impl<F: MergeFunction> MergeStream<F> {
             .as_mut()
             .expect("the tree is built before any refill")
             .replay(key, |a, b| leaf_gt(cursors, a, b));
-        self.metrics.baseline.elapsed_compute().add_elapsed(start);
+        self.metrics.merge_time.add_elapsed(start);
         Ok(())
     }
 

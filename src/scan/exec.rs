@@ -24,11 +24,12 @@ use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 
 use super::file_read::ReadLayout;
+use super::metrics::ScanMetrics;
 use super::row_selection::StatsPruning;
 use super::split::Split;
 use super::stream::partition_stream;
 use crate::io::FileIO;
-use crate::merge::{MergeEngineSpec, MergeMetrics};
+use crate::merge::MergeEngineSpec;
 use crate::spec::TableSchema;
 
 /// Which rows a read returns, and in which shape.
@@ -260,7 +261,7 @@ impl ExecutionPlan for PaimonScanExec {
             );
         };
         let batch_size = context.session_config().batch_size();
-        let metrics = MergeMetrics::new(&self.metrics, partition);
+        let metrics = ScanMetrics::new(&self.metrics, partition);
         Ok(partition_stream(
             Arc::clone(&self.ctx),
             splits.clone(),

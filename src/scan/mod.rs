@@ -2,9 +2,11 @@
 //! between two snapshots, and their plan nodes.
 
 mod binlog;
+mod bucket_filter;
 mod exec;
 mod file_read;
 pub(crate) mod incremental;
+mod metrics;
 mod parallel;
 mod plan;
 mod row_selection;

@@ -14,6 +14,7 @@ use datafusion::common::{Column, Result, ScalarValue};
 use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_optimizer::pruning::{PruningPredicate, PruningPredicateBuilder, PruningStatistics};
 
+use super::bucket_filter::BucketFilter;
 use super::split::{build_sections, level_runs, Split, SplitFile};
 use crate::meta::TableMeta;
 use crate::spec::{
@@ -55,6 +56,11 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
     let partition_types = req.schema.partition_types();
     let is_pk = req.schema.has_primary_key();
     let pruning = pruning_predicate(req.schema, req.predicate.as_ref());
+    let bucket_filter = if req.options.bucket > 0 {
+        BucketFilter::new(req.schema, req.predicate.as_ref())
+    } else {
+        None
+    };
 
     let mut file_schemas: HashMap<i64, Arc<TableSchema>> = HashMap::new();
     let mut splits = Vec::new();
@@ -64,6 +70,12 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
             // Postpone-bucket files are invisible to batch reads until they are assigned a
             // bucket by compaction (Paimon skips them too).
             continue;
+        }
+        if let (Some(filter), Some(first)) = (&bucket_filter, entries.first()) {
+            if !filter.matches(*bucket, first.total_buckets) {
+                files_pruned += entries.len();
+                continue;
+            }
         }
         let partition = BinaryRow::decode(partition_bytes, &partition_types)?.values;
         let mut files: Vec<&ManifestEntry> = entries.iter().collect();

@@ -14,9 +14,10 @@ use futures::{StreamExt, TryStreamExt};
 use super::binlog::single_value_lists;
 use super::exec::ScanContext;
 use super::file_read::{read_file, FileToRead};
+use super::metrics::ScanMetrics;
 use super::row_selection::KeyRange;
 use super::split::{Split, SplitFile};
-use crate::merge::{drop_retracts_stream, merge_runs, merge_sorted_runs, MergeMetrics, MergeOptions};
+use crate::merge::{drop_retracts_stream, merge_runs, merge_sorted_runs, MergeOptions};
 use crate::spec::row_kind;
 
 /// Builds the output stream of one partition.
@@ -24,7 +25,7 @@ pub(crate) fn partition_stream(
     ctx: Arc<ScanContext>,
     splits: Vec<Split>,
     batch_size: usize,
-    merge_metrics: MergeMetrics,
+    metrics: ScanMetrics,
     limit: Option<usize>,
 ) -> SendableRecordBatchStream {
     let output_schema = Arc::clone(&ctx.output_schema);
@@ -40,15 +41,16 @@ pub(crate) fn partition_stream(
         })
         .collect();
     let open_ctx = Arc::clone(&ctx);
+    let section_metrics = metrics.clone();
     let merged = futures::stream::iter(sections)
         .map(move |(dir, range, runs)| {
-            section_stream(&open_ctx, &dir, range, runs, batch_size, merge_metrics.clone())
+            section_stream(&open_ctx, &dir, range, runs, batch_size, &section_metrics)
         })
         .try_flatten();
     let shaped = merged
         .try_filter(|b| futures::future::ready(b.num_rows() > 0))
         .and_then(move |batch| futures::future::ready(shape_output(&ctx, &batch)));
-    limit_stream(output_schema, shaped, limit)
+    metrics.output(limit_stream(output_schema, shaped, limit))
 }
 
 /// Stops `input` after `limit` rows (no limit: `input` unchanged).
@@ -84,12 +86,17 @@ pub(crate) fn run_stream(
     files: Vec<SplitFile>,
     batch_size: usize,
     need_sequence: bool,
+    metrics: &ScanMetrics,
 ) -> SendableRecordBatchStream {
     let ctx2 = Arc::clone(ctx);
     let dir = dir.to_string();
+    let store = metrics.counting(ctx.table_io.store());
+    let metrics = metrics.clone();
     let stream = futures::stream::iter(files)
         .then(move |f| {
             let ctx = Arc::clone(&ctx2);
+            let store = Arc::clone(&store);
+            let metrics = metrics.clone();
             let key_range = key_range.clone();
             let path = ctx
                 .table_io
@@ -110,14 +117,9 @@ pub(crate) fn run_stream(
                     pruning: ctx.pruning.clone(),
                     key_range,
                 };
-                read_file(
-                    Arc::clone(ctx.table_io.store()),
-                    file,
-                    schema,
-                    Arc::clone(&ctx.layout),
-                    batch_size,
-                )
-                .await
+                let batches = read_file(store, file, schema, Arc::clone(&ctx.layout), batch_size).await?;
+                let batches = RecordBatchStreamAdapter::new(Arc::clone(&ctx.layout.schema), batches);
+                Ok::<_, datafusion::common::DataFusionError>(metrics.decoding(Box::pin(batches)))
             }
         })
         .try_flatten();
@@ -134,30 +136,35 @@ pub(crate) fn section_stream(
     key_range: Option<Arc<KeyRange>>,
     runs: Vec<Vec<SplitFile>>,
     batch_size: usize,
-    metrics: MergeMetrics,
+    metrics: &ScanMetrics,
 ) -> Result<SendableRecordBatchStream> {
     let layout = &ctx.layout;
     if !layout.with_system_columns {
         // Append table: every file is its own section; nothing to merge or drop.
         let files = runs.into_iter().flatten().collect();
-        return Ok(run_stream(ctx, dir, key_range, files, batch_size, false));
+        return Ok(run_stream(ctx, dir, key_range, files, batch_size, false, metrics));
     }
     if runs.len() == 1 {
         let files = runs.into_iter().next().expect("one run");
-        let stream = run_stream(ctx, dir, key_range, files, batch_size, false);
+        let stream = run_stream(ctx, dir, key_range, files, batch_size, false, metrics);
         return Ok(if ctx.keep_retracts {
             stream
         } else {
-            drop_retracts_stream(stream, layout.kind_index())
+            drop_retracts_stream(
+                stream,
+                layout.kind_index(),
+                metrics.merge.retracts_dropped.clone(),
+            )
         });
     }
+    metrics.runs_merged.add(runs.len());
     // In lookup mode every run is one level (`split::level_runs`).
     let run_levels: Option<Vec<i32>> = ctx
         .lookup_read
         .then(|| runs.iter().map(|r| r.first().map_or(0, |f| f.level)).collect());
     let streams = runs
         .into_iter()
-        .map(|files| run_stream(ctx, dir, key_range.clone(), files, batch_size, true))
+        .map(|files| run_stream(ctx, dir, key_range.clone(), files, batch_size, true, metrics))
         .collect();
     let options = MergeOptions {
         key_columns: ctx.key_indices.clone(),
@@ -171,11 +178,16 @@ pub(crate) fn section_stream(
             Arc::clone(&layout.schema),
             streams,
             options,
-            metrics,
+            metrics.merge.clone(),
             engine,
             run_levels,
         ),
-        None => merge_sorted_runs(Arc::clone(&layout.schema), streams, options, metrics),
+        None => merge_sorted_runs(
+            Arc::clone(&layout.schema),
+            streams,
+            options,
+            metrics.merge.clone(),
+        ),
     }
 }
 

@@ -13,6 +13,7 @@
 //! ```
 
 pub mod binary_row;
+pub mod bucket;
 pub mod manifest;
 pub mod manifest_write;
 pub mod options;

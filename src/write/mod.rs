@@ -1,10 +1,10 @@
 //! The write path: bucket assignment, per-bucket write buffers, level-0 files and the commit.
 
 mod append_dml;
-pub(crate) mod bucket;
 mod buffer;
 mod cross_partition;
 mod sink;
+mod sink_metrics;
 
 pub use append_dml::AppendDmlExec;
 pub(crate) use sink::{PaimonSink, WriteKind};

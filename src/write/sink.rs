@@ -12,6 +12,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
+use std::time::Instant;
 
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array, Int8Array, RecordBatch, UInt32Array};
 use arrow::compute::{cast, take_record_batch};
@@ -27,9 +28,9 @@ use datafusion::physical_plan::metrics::MetricsSet;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::{StreamExt, TryStreamExt};
 
-use super::bucket::{fixed_buckets, hash_binary_row};
 use super::buffer::BucketBuffer;
 use super::cross_partition::GlobalIndex;
+use super::sink_metrics::SinkMetrics;
 use crate::compact::{CompactSettings, Compaction};
 use crate::dynamic_bucket::{AssignOptions, BucketAssigner};
 use crate::io::write_data_file;
@@ -40,6 +41,7 @@ use crate::maintenance::partitions::{expire_partitions, PartitionTime};
 use crate::merge::reduce::{GroupReducer, RetractPolicy};
 use crate::merge::MergeEngineSpec;
 use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};
+use crate::spec::bucket::{fixed_buckets, hash_binary_row};
 use crate::spec::{paths, row_kind, BinaryRow, FileKind, ManifestEntry, TableOptions, TableSchema};
 
 /// File name prefix of changelog files (data files start with `data`).
@@ -97,6 +99,7 @@ pub(crate) struct PaimonSink {
     engine: Option<MergeEngineSpec>,
     /// `rowkind.field`: the STRING column holding each row's kind.
     rowkind_column: Option<usize>,
+    metrics: SinkMetrics,
 }
 
 /// Column positions the sink needs, resolved once per statement.
@@ -163,6 +166,7 @@ impl PaimonSink {
             input_schema,
             engine,
             rowkind_column,
+            metrics: SinkMetrics::new(),
         };
         sink.routing()?;
         Ok(sink)
@@ -530,7 +534,7 @@ impl DisplayAs for PaimonSink {
 #[async_trait]
 impl DataSink for PaimonSink {
     fn metrics(&self) -> Option<MetricsSet> {
-        None
+        Some(self.metrics.snapshot())
     }
 
     fn schema(&self) -> &SchemaRef {
@@ -542,6 +546,7 @@ impl DataSink for PaimonSink {
         mut data: SendableRecordBatchStream,
         context: &Arc<TaskContext>,
     ) -> Result<u64> {
+        let started = Instant::now();
         let routing = self.routing()?;
         let mut next_seq = if self.schema.has_primary_key() {
             self.next_sequences().await?
@@ -670,6 +675,8 @@ impl DataSink for PaimonSink {
         let (changelog, mut flushed): (Vec<ManifestEntry>, Vec<ManifestEntry>) = flushed
             .into_iter()
             .partition(|e| e.file.file_name.starts_with(CHANGELOG_PREFIX));
+        self.metrics.rows_written.add(count as usize);
+        self.metrics.record_files(&flushed, &changelog);
         flushed.sort_by(|a, b| {
             (&a.partition, a.bucket, &a.file.file_name).cmp(&(&b.partition, b.bucket, &b.file.file_name))
         });
@@ -722,8 +729,12 @@ impl DataSink for PaimonSink {
             .filter(|e| e.bucket != -2)
             .map(|e| (e.partition.clone(), e.bucket))
             .collect();
+        self.metrics.write_time.add_elapsed(started);
+        let commit_started = Instant::now();
         let committed = self.meta.commit(&request).await?;
+        self.metrics.commit_time.add_elapsed(commit_started);
         if committed.is_some() {
+            let compaction_started = Instant::now();
             let compaction = Compaction {
                 table: &self.table,
                 meta: &self.meta,
@@ -732,6 +743,8 @@ impl DataSink for PaimonSink {
                 pool: Arc::clone(context.memory_pool()),
             };
             compaction.after_write(touched).await?;
+            self.metrics.compaction_time.add_elapsed(compaction_started);
+            let expire_started = Instant::now();
             // Paimon expires snapshots after every commit of a writer that is not write-only.
             if !CompactSettings::new(&self.schema)?.write_only {
                 if let Some(text) = self.schema.options.get("partition.expiration-time") {
@@ -753,6 +766,7 @@ impl DataSink for PaimonSink {
                     auto_tags::run(&self.meta, &self.table, &auto, &self.schema.options).await?;
                 }
             }
+            self.metrics.expire_time.add_elapsed(expire_started);
         }
         Ok(count)
     }

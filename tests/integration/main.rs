@@ -16,6 +16,7 @@ mod errors;
 mod fixtures;
 mod incremental;
 mod long_history;
+mod metrics;
 mod object_store_s3;
 mod tailing;
 

@@ -47,7 +47,11 @@ impl S3Warehouse {
 
     /// A client of the bucket, configured from `AWS_*` like the CLI's.
     pub(crate) fn store(&self) -> Arc<dyn ObjectStore> {
-        Arc::new(self.builder().build().expect("S3 store from the AWS_* environment"))
+        Arc::new(
+            self.builder()
+                .build()
+                .expect("S3 store from the AWS_* environment"),
+        )
     }
 
     pub(crate) fn url(&self) -> String {
@@ -112,7 +116,10 @@ async fn s3_warehouse_create_insert_compact_read_time_travel() {
     let session = warehouse.session().await;
     // A new S3 warehouse has no objects at all, yet `default` exists, as in a new local one.
     assert_eq!(
-        lines(&table(&session, "SHOW SCHEMAS").await).iter().filter(|l| l.contains("default")).count(),
+        lines(&table(&session, "SHOW SCHEMAS").await)
+            .iter()
+            .filter(|l| l.contains("default"))
+            .count(),
         1
     );
     table(
@@ -126,7 +133,13 @@ async fn s3_warehouse_create_insert_compact_read_time_travel() {
     assert_eq!(
         lines(&table(&session, "SELECT * FROM t ORDER BY k").await),
         vec![
-            "+---+---+", "| k | v |", "+---+---+", "| 1 | z |", "| 2 | b |", "| 4 | d |", "+---+---+",
+            "+---+---+",
+            "| k | v |",
+            "+---+---+",
+            "| 1 | z |",
+            "| 2 | b |",
+            "| 4 | d |",
+            "+---+---+",
         ]
     );
     table(&session, "CALL sys.compact('default.t')").await;
@@ -162,7 +175,9 @@ async fn s3_warehouse_create_insert_compact_read_time_travel() {
     table(&reader, "RESET paimon.scan.snapshot-id").await;
     let files = warehouse.objects("default.db/t").await;
     assert!(
-        files.iter().any(|f| f.starts_with("default.db/t/bucket-0/data-") && f.ends_with(".parquet")),
+        files
+            .iter()
+            .any(|f| f.starts_with("default.db/t/bucket-0/data-") && f.ends_with(".parquet")),
         "data files in bucket-0: {files:?}"
     );
     assert!(
@@ -189,7 +204,10 @@ async fn s3_without_conditional_put_refuses_to_commit() {
             .build()
             .expect("S3 store"),
     );
-    let writer = warehouse.session_with(unconditional).await.expect("warehouse opens");
+    let writer = warehouse
+        .session_with(unconditional)
+        .await
+        .expect("warehouse opens");
     let error = run_sql(&writer, "INSERT INTO t VALUES (1, 'a')")
         .await
         .expect_err("a commit without create-if-absent must fail")
@@ -228,7 +246,10 @@ fn s3_warehouse_from_the_cli() {
         "INSERT INTO t VALUES (1, 'a'), (2, 'b')",
     ]);
     // A second process sees the first one's commit and adds its own.
-    run(&["INSERT INTO t VALUES (2, 'B'), (3, 'c')", "CALL sys.compact('default.t')"]);
+    run(&[
+        "INSERT INTO t VALUES (2, 'B'), (3, 'c')",
+        "CALL sys.compact('default.t')",
+    ]);
     let out = run(&[
         "SELECT k, v FROM t ORDER BY k",
         "SET paimon.scan.snapshot-id = '1'",

@@ -481,7 +481,7 @@ async fn metrics_count_rows() -> Result<()> {
     let batches: Vec<RecordBatch> = stream.try_collect().await?;
     assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
     assert_eq!(metrics.input_rows.value(), 6);
-    assert_eq!(metrics.baseline.output_rows().value(), 2);
+    assert_eq!(metrics.output_rows.value(), 2);
     assert_eq!(metrics.rows_merged_away.value(), 2); // old 2 and old 3
     assert_eq!(metrics.retracts_dropped.value(), 2); // keys 3 and 4
     Ok(())
@@ -560,7 +560,9 @@ async fn drop_retracts_stream_skips_empty_batches() -> Result<()> {
     let (schema, _) = schema_for(&Key::Int(0));
     let recs = vec![int(1, 1, D, "a"), int(2, 2, UB, "b"), int(3, 3, I, "c")];
     let input = run_stream(&schema, &recs, &[2]);
-    let batches: Vec<RecordBatch> = drop_retracts_stream(input, 2).try_collect().await?;
+    let batches: Vec<RecordBatch> = drop_retracts_stream(input, 2, Default::default())
+        .try_collect()
+        .await?;
     assert_eq!(batches.len(), 1);
     assert_eq!(from_batch(&batches[0]), vec![int(3, 3, I, "c")]);
     Ok(())

@@ -15,8 +15,8 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Par
 use super::plan::ChangeSplit;
 use super::stream::changes_partition_stream;
 use super::IncrementalRange;
-use crate::merge::MergeMetrics;
 use crate::scan::exec::{distribute, ReadView, ScanContext};
+use crate::scan::metrics::ScanMetrics;
 
 /// Reads the changes of a Paimon table between two snapshots.
 #[derive(Debug)]
@@ -155,7 +155,7 @@ impl ExecutionPlan for PaimonIncrementalScanExec {
             );
         };
         let batch_size = context.session_config().batch_size();
-        let metrics = MergeMetrics::new(&self.metrics, partition);
+        let metrics = ScanMetrics::new(&self.metrics, partition);
         Ok(changes_partition_stream(
             Arc::clone(&self.ctx),
             self.view,

@@ -12,9 +12,10 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::diff::{diff_stream, DiffColumns};
 use super::plan::{ChangeFiles, ChangeSplit};
-use crate::merge::{drop_retracts_stream, MergeMetrics};
+use crate::merge::drop_retracts_stream;
 use crate::scan::binlog::ChangelogPacker;
 use crate::scan::exec::{ReadView, ScanContext};
+use crate::scan::metrics::ScanMetrics;
 use crate::scan::row_selection::KeyRange;
 use crate::scan::split::{key_ordered_sections, SplitFile};
 use crate::scan::stream::{limit_stream, run_stream, section_stream, shape_output};
@@ -25,20 +26,27 @@ pub(super) fn changes_partition_stream(
     view: ReadView,
     splits: Vec<ChangeSplit>,
     batch_size: usize,
-    metrics: MergeMetrics,
+    metrics: ScanMetrics,
     limit: Option<usize>,
 ) -> SendableRecordBatchStream {
     let output_schema = Arc::clone(&ctx.output_schema);
+    let split_metrics = metrics.clone();
     let per_split = futures::stream::iter(splits)
         .map(move |split| {
             // Only raw change rows pair a -U with its +U; a diff is a state, like a batch read.
             let pack = view == ReadView::Binlog && matches!(split.files, ChangeFiles::Raw(_));
-            let changes = split_changes(&ctx, split, batch_size, &metrics)?;
-            Ok::<_, datafusion::common::DataFusionError>(apply_view(&ctx, view, pack, changes))
+            let changes = split_changes(&ctx, split, batch_size, &split_metrics)?;
+            Ok::<_, datafusion::common::DataFusionError>(apply_view(
+                &ctx,
+                view,
+                pack,
+                changes,
+                &split_metrics,
+            ))
         })
         .try_flatten()
         .try_filter(|b| futures::future::ready(b.num_rows() > 0));
-    limit_stream(output_schema, per_split, limit)
+    metrics.output(limit_stream(output_schema, per_split, limit))
 }
 
 /// The changes of one split in the read layout, stored kinds kept.
@@ -46,14 +54,14 @@ fn split_changes(
     ctx: &Arc<ScanContext>,
     split: ChangeSplit,
     batch_size: usize,
-    metrics: &MergeMetrics,
+    metrics: &ScanMetrics,
 ) -> Result<SendableRecordBatchStream> {
     let dir = split.bucket_dir;
     match split.files {
         ChangeFiles::Raw(files) if ctx.with_snapshot_id => {
-            Ok(with_snapshot_ids(ctx, &dir, files, batch_size))
+            Ok(with_snapshot_ids(ctx, &dir, files, batch_size, metrics))
         }
-        ChangeFiles::Raw(files) => Ok(run_stream(ctx, &dir, None, files, batch_size, false)),
+        ChangeFiles::Raw(files) => Ok(run_stream(ctx, &dir, None, files, batch_size, false, metrics)),
         ChangeFiles::Diff { before, after, keys } => {
             let before = state_stream(ctx, &dir, keys.clone(), before, batch_size, metrics)?;
             let after = state_stream(ctx, &dir, keys, after, batch_size, metrics)?;
@@ -75,6 +83,7 @@ fn with_snapshot_ids(
     dir: &str,
     files: Vec<SplitFile>,
     batch_size: usize,
+    metrics: &ScanMetrics,
 ) -> SendableRecordBatchStream {
     let mut fields: Vec<arrow::datatypes::FieldRef> = ctx.layout.schema.fields().iter().cloned().collect();
     fields.push(Arc::new(arrow::datatypes::Field::new(
@@ -84,11 +93,12 @@ fn with_snapshot_ids(
     )));
     let schema = Arc::new(arrow::datatypes::Schema::new(fields));
     let (ctx, dir, out_schema) = (Arc::clone(ctx), dir.to_string(), Arc::clone(&schema));
+    let metrics = metrics.clone();
     let stream = futures::stream::iter(files)
         .map(move |file| {
             let id = file.snapshot_id.unwrap_or(-1);
             let schema = Arc::clone(&out_schema);
-            run_stream(&ctx, &dir, None, vec![file], batch_size, false).map(move |batch| {
+            run_stream(&ctx, &dir, None, vec![file], batch_size, false, &metrics).map(move |batch| {
                 let batch = batch?;
                 let mut columns = batch.columns().to_vec();
                 columns.push(Arc::new(arrow::array::Int64Array::from(vec![
@@ -111,11 +121,11 @@ fn state_stream(
     keys: Option<Arc<KeyRange>>,
     sections: Vec<Vec<Vec<SplitFile>>>,
     batch_size: usize,
-    metrics: &MergeMetrics,
+    metrics: &ScanMetrics,
 ) -> Result<SendableRecordBatchStream> {
     let streams = key_ordered_sections(sections)
         .into_iter()
-        .map(|runs| section_stream(ctx, dir, keys.clone(), runs, batch_size, metrics.clone()))
+        .map(|runs| section_stream(ctx, dir, keys.clone(), runs, batch_size, metrics))
         .collect::<Result<Vec<_>>>()?;
     let schema = Arc::clone(&ctx.layout.schema);
     Ok(Box::pin(RecordBatchStreamAdapter::new(
@@ -131,12 +141,17 @@ fn apply_view(
     view: ReadView,
     pack: bool,
     changes: SendableRecordBatchStream,
+    metrics: &ScanMetrics,
 ) -> futures::stream::BoxStream<'static, Result<RecordBatch>> {
     if pack {
         return packed(ctx, changes);
     }
     let changes = if view == ReadView::Table && ctx.layout.with_system_columns {
-        drop_retracts_stream(changes, ctx.layout.kind_index())
+        drop_retracts_stream(
+            changes,
+            ctx.layout.kind_index(),
+            metrics.merge.retracts_dropped.clone(),
+        )
     } else {
         changes
     };

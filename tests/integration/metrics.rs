@@ -1,0 +1,117 @@
+//! `EXPLAIN ANALYZE` figures: the scan's files, bytes, rows and merge counters, and the write
+//! sink's rows, files, bytes and buckets, checked against what the table holds (`$files`).
+//! Times are only checked to be recorded, not for their value.
+
+use std::sync::Arc;
+
+use arrow::array::AsArray;
+use arrow::datatypes::Int64Type;
+use datafusion::physical_plan::{collect, ExecutionPlan};
+use datafusion_paimon::PaimonSession;
+
+use crate::run_sql;
+
+/// The first node of `plan` (depth first) whose name is `name`.
+fn find(plan: &Arc<dyn ExecutionPlan>, name: &str) -> Option<Arc<dyn ExecutionPlan>> {
+    if plan.name() == name {
+        return Some(Arc::clone(plan));
+    }
+    plan.children().into_iter().find_map(|c| find(c, name))
+}
+
+/// Runs `sql` and returns the metric sums of its node `node`, by name.
+async fn metrics_of(session: &PaimonSession, sql: &str, node: &str) -> impl Fn(&str) -> usize {
+    let frame = session.sql(sql).await.expect(sql);
+    let task = frame.task_ctx();
+    let plan = frame.create_physical_plan().await.expect("plan");
+    collect(Arc::clone(&plan), Arc::new(task)).await.expect(sql);
+    let found = find(&plan, node).unwrap_or_else(|| panic!("no {node} in the plan of {sql}"));
+    let set = found.metrics().expect("metrics");
+    move |name: &str| match name {
+        // Baseline metrics are typed, not looked up by name.
+        "output_rows" => set.output_rows().expect("output_rows"),
+        "elapsed_compute" => set.elapsed_compute().expect("elapsed_compute"),
+        _ => set
+            .sum_by_name(name)
+            .unwrap_or_else(|| panic!("metric {name} missing in {set}"))
+            .as_usize(),
+    }
+}
+
+async fn single_i64(session: &PaimonSession, sql: &str) -> i64 {
+    let batches = run_sql(session, sql).await.expect(sql);
+    batches[0].column(0).as_primitive::<Int64Type>().value(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scan_and_sink_report_what_they_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = PaimonSession::open(dir.path().to_str().unwrap()).await.unwrap();
+    run_sql(
+        &session,
+        "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) \
+         WITH ('bucket' = '2', 'write-only' = 'true')",
+    )
+    .await
+    .unwrap();
+
+    // 1,000 keys over both buckets: two data files.
+    let sink = metrics_of(
+        &session,
+        "INSERT INTO t SELECT value, 'a' FROM generate_series(0, 999)",
+        "DataSinkExec",
+    )
+    .await;
+    assert_eq!(sink("rows_written"), 1000);
+    assert_eq!(sink("data_files_written"), 2);
+    assert_eq!(sink("changelog_files_written"), 0);
+    assert_eq!(sink("buckets_written"), 2);
+    let first_bytes = single_i64(&session, "SELECT sum(file_size_in_bytes) FROM \"t$files\"").await;
+    assert_eq!(sink("bytes_written") as i64, first_bytes);
+    assert!(sink("write_time") > 0 && sink("commit_time") > 0);
+
+    // 300 of them again, 100 deleted: a second run in each bucket (write-only: no compaction).
+    run_sql(
+        &session,
+        "INSERT INTO t SELECT value, 'b' FROM generate_series(0, 299)",
+    )
+    .await
+    .unwrap();
+    run_sql(&session, "DELETE FROM t WHERE k >= 900").await.unwrap();
+    let files = single_i64(&session, "SELECT count(*) FROM \"t$files\"").await as usize;
+    let total_bytes = single_i64(&session, "SELECT sum(file_size_in_bytes) FROM \"t$files\"").await as usize;
+    let stored_rows = single_i64(&session, "SELECT sum(record_count) FROM \"t$files\"").await as usize;
+    assert_eq!(stored_rows, 1000 + 300 + 100);
+
+    let scan = metrics_of(&session, "SELECT k, v FROM t", "PaimonScanExec").await;
+    assert_eq!(scan("output_rows"), 900);
+    assert_eq!(scan("files_read"), files);
+    assert_eq!(scan("rows_read"), stored_rows);
+    assert_eq!(scan("merge_input_rows"), stored_rows);
+    // Per bucket: the first file, and the second and third (keys 0..299 and 900..999) as one
+    // sorted run.
+    assert_eq!(scan("runs_merged"), 2 * 2);
+    // 300 older versions replaced, then 100 keys whose winner is a delete: the delete and
+    // the version it hides go.
+    assert_eq!(scan("merge_rows_merged_away"), 300 + 100);
+    assert_eq!(scan("merge_retracts_dropped"), 100);
+    assert_eq!(scan("merge_output_rows"), 900);
+    let bytes = scan("bytes_scanned");
+    assert!(
+        bytes > 0 && bytes <= total_bytes,
+        "bytes_scanned {bytes} of {total_bytes} stored"
+    );
+    assert!(scan("decode_time") > 0 && scan("merge_time") > 0 && scan("elapsed_compute") > 0);
+
+    // A key-range query prunes row groups and files: fewer bytes than the whole table.
+    run_sql(&session, "CALL sys.compact('default.t')").await.unwrap();
+    let compacted = single_i64(&session, "SELECT sum(file_size_in_bytes) FROM \"t$files\"").await as usize;
+    let point = metrics_of(&session, "SELECT v FROM t WHERE k = 7", "PaimonScanExec").await;
+    assert_eq!(point("files_read"), 1, "only the bucket key 7 hashes to is read");
+    assert_eq!(point("runs_merged"), 0, "a compacted bucket needs no merge");
+    assert!(
+        point("bytes_scanned") < compacted,
+        "{} of {compacted}",
+        point("bytes_scanned")
+    );
+}
