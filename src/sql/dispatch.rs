@@ -7,7 +7,7 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 
 use super::ddl::parser::{not_supported, DdlParser};
 use super::ddl::{
-    alter_table, create_database, create_table, drop_database, drop_table, names, show_databases,
+    alter_table, create_database, create_table, describe, drop_database, drop_table, names, show_databases,
 };
 use super::PaimonSession;
 
@@ -20,6 +20,7 @@ pub(crate) enum PaimonStatement {
     DropTable(drop_table::DropTable),
     AlterTable(alter_table::AlterTable),
     ShowDatabases,
+    Describe(super::ddl::parser::ObjectRef),
     Call(super::procedures::Call),
 }
 
@@ -55,6 +56,8 @@ pub(crate) fn parse(sql: &str, normalize_identifiers: bool) -> Result<Option<Pai
     } else if at(&p, 0, &[Keyword::SHOW]) && at(&p, 1, &[Keyword::DATABASES, Keyword::SCHEMAS]) {
         show_databases::parse(&mut p)?;
         PaimonStatement::ShowDatabases
+    } else if at(&p, 0, &[Keyword::DESCRIBE, Keyword::DESC]) {
+        PaimonStatement::Describe(describe::parse(&mut p)?)
     } else {
         return Ok(None);
     };
@@ -71,6 +74,7 @@ pub(crate) async fn execute(session: &PaimonSession, stmt: PaimonStatement) -> R
         PaimonStatement::DropTable(s) => empty(session, drop_table::execute(session, s).await),
         PaimonStatement::AlterTable(s) => empty(session, alter_table::execute(session, s).await),
         PaimonStatement::ShowDatabases => show_databases::execute(session).await,
+        PaimonStatement::Describe(name) => describe::execute(session, name).await,
         PaimonStatement::Call(call) => super::procedures::execute(session, call).await,
     }
 }

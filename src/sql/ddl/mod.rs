@@ -5,11 +5,13 @@
 //! TABLE` and `ALTER TABLE` have small grammars of their own on sqlparser's tokenizer
 //! (`parser.rs`), because no sqlparser dialect parses Flink's nested types or `RESET`.
 //! `validate.rs` and `options.rs` hold the schema and option rules both share.
-//! `SHOW DATABASES`, which DataFusion lacks, lives here too (`show_databases.rs`).
+//! `SHOW DATABASES`, which DataFusion lacks, lives here too (`show_databases.rs`), and
+//! `DESCRIBE`, which reports the declared nullability of Paimon columns (`describe.rs`).
 
 pub(crate) mod alter_table;
 pub(crate) mod create_database;
 pub(crate) mod create_table;
+pub(crate) mod describe;
 pub(crate) mod drop_database;
 pub(crate) mod drop_table;
 pub(crate) mod names;
