@@ -157,3 +157,26 @@ fn unknown_paimon_options_warn() {
     let output = paimon_sql(&["-q", "-c", "SET paimon.scan.snapshot-id = '1'"]);
     assert!(String::from_utf8_lossy(&output.stderr).is_empty());
 }
+
+/// JSON cannot key an object by a number: with `--format json` / `nd-json`, a MAP column with
+/// non-string keys prints as its list of entries; string-keyed maps stay objects, and the
+/// table format is unchanged.
+#[test]
+fn json_output_of_maps_with_non_string_keys() {
+    let query = "SELECT 1 AS k, MAP {1: 'a', 2: 'b'} AS m, MAP {'x': 1} AS s";
+    let output = paimon_sql(&["--format", "json", "-q", "-c", query]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr: {stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        r#"[{"k":1,"m":[{"key":1,"value":"a"},{"key":2,"value":"b"}],"s":{"x":1}}]"#
+    );
+    let output = paimon_sql(&["--format", "nd-json", "-q", "-c", query]);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        r#"{"k":1,"m":[{"key":1,"value":"a"},{"key":2,"value":"b"}],"s":{"x":1}}"#
+    );
+    let output = paimon_sql(&["-q", "-c", query]);
+    let table = String::from_utf8_lossy(&output.stdout);
+    assert!(table.contains("{1: a, 2: b}"), "table format keeps maps: {table}");
+}

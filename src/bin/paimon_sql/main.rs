@@ -11,6 +11,7 @@
 //! and `RESET paimon.<option>` (hyphenated Paimon option names DataFusion's parser rejects)
 //! go to the Paimon session. Uses only the crate's public API.
 
+mod json_maps;
 mod repl;
 mod resources;
 mod runner;
@@ -24,6 +25,7 @@ use clap::Parser;
 use datafusion::common::{plan_datafusion_err, DataFusionError, Result};
 use datafusion::config::ConfigOptions;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_cli::object_storage::instrumented::InstrumentedObjectStoreRegistry;
 use datafusion_cli::object_storage::{
@@ -37,6 +39,7 @@ use datafusion_paimon::PaimonSession;
 use object_store::ObjectStore;
 use url::Url;
 
+use crate::json_maps::JsonMapsPlanner;
 use crate::runner::{error_chain, Runner};
 
 /// Command-line arguments.
@@ -115,7 +118,9 @@ async fn main() -> ExitCode {
 
 async fn run(args: Args) -> Result<()> {
     let registry = Arc::new(InstrumentedObjectStoreRegistry::new());
-    let session = open_session(&args, Arc::clone(&registry)).await?;
+    let planner = Arc::new(JsonMapsPlanner::default());
+    let json_maps = planner.switch();
+    let session = open_session(&args, Arc::clone(&registry), planner).await?;
     // `--maxrows` limits the table formats only: csv, tsv, json and nd-json print every row.
     let maxrows = match args.format {
         PrintFormat::Table | PrintFormat::Automatic => args.maxrows,
@@ -128,7 +133,7 @@ async fn run(args: Args) -> Result<()> {
         color: args.color,
         instrumented_registry: registry,
     };
-    let mut runner = Runner::new(session, print_options);
+    let mut runner = Runner::new(session, print_options, json_maps);
     for path in &args.rc {
         runner.run_file(path).await?;
     }
@@ -147,7 +152,11 @@ async fn run(args: Args) -> Result<()> {
 /// A session whose default catalog is the warehouse. Builds the context itself (rather than
 /// `PaimonSession::open`) to give it datafusion-cli's object-store registry, which remote
 /// warehouses are registered in and `\object_store_profiling` reports on.
-async fn open_session(args: &Args, registry: Arc<InstrumentedObjectStoreRegistry>) -> Result<PaimonSession> {
+async fn open_session(
+    args: &Args,
+    registry: Arc<InstrumentedObjectStoreRegistry>,
+    planner: Arc<JsonMapsPlanner>,
+) -> Result<PaimonSession> {
     let warehouse = args.warehouse.as_str();
     prepare_local_warehouse(warehouse)?;
     let runtime = resources::configure(
@@ -162,7 +171,15 @@ async fn open_session(args: &Args, registry: Arc<InstrumentedObjectStoreRegistry
     if let Some(n) = args.batch_size {
         config = config.with_batch_size(n);
     }
-    let ctx = SessionContext::new_with_config_rt(config, runtime).enable_url_table();
+    let state = planner
+        .install(
+            SessionStateBuilder::new()
+                .with_config(config)
+                .with_runtime_env(runtime)
+                .with_default_features(),
+        )
+        .build();
+    let ctx = SessionContext::new_with_state(state).enable_url_table();
     register_remote_store(&ctx, warehouse).await?;
     PaimonSession::register(ctx, warehouse)
         .await

@@ -2,6 +2,8 @@
 //! through datafusion-cli's executor and printer.
 
 use std::error::Error as _;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use datafusion::common::{exec_datafusion_err, DataFusionError, Result};
 use datafusion_cli::exec::exec_from_commands;
@@ -18,14 +20,18 @@ pub struct Runner {
     session: PaimonSession,
     /// Output format, row limit and quiet mode; the REPL's `\pset` and `\quiet` change them.
     pub print_options: PrintOptions,
+    /// Set while a JSON format is selected: maps with non-string keys print as entries
+    /// (`json_maps.rs`).
+    json_maps: Arc<AtomicBool>,
 }
 
 impl Runner {
     /// A runner over `session` printing with `print_options`.
-    pub fn new(session: PaimonSession, print_options: PrintOptions) -> Self {
+    pub fn new(session: PaimonSession, print_options: PrintOptions, json_maps: Arc<AtomicBool>) -> Self {
         Runner {
             session,
             print_options,
+            json_maps,
         }
     }
 
@@ -41,6 +47,8 @@ impl Runner {
         // Timed from the start: DDL and procedures (`CALL sys.compact`) run while they are
         // recognised, before their (empty) result is collected.
         let start = std::time::Instant::now();
+        let json = matches!(self.print_options.format, PrintFormat::Json | PrintFormat::NdJson);
+        self.json_maps.store(json, Ordering::Relaxed);
         if let Some(SessionStatement::Set { key, .. }) = parse_session_statement(sql) {
             if !is_known_option(&key) {
                 eprintln!(

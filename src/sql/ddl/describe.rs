@@ -43,10 +43,11 @@ pub(crate) async fn execute(session: &PaimonSession, name: ObjectRef) -> Result<
                 .fields()
                 .iter()
                 .map(|f| {
-                    let not_null = declared
-                        .fields
-                        .iter()
-                        .any(|d| d.name == *f.name() && !d.data_type.nullable && d.data_type.to_arrow() == *f.data_type());
+                    let not_null = declared.fields.iter().any(|d| {
+                        d.name == *f.name()
+                            && !d.data_type.nullable
+                            && d.data_type.to_arrow() == *f.data_type()
+                    });
                     f.as_ref().clone().with_nullable(f.is_nullable() && !not_null)
                 })
                 .collect();
