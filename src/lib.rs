@@ -19,12 +19,15 @@
 //! * `catalog`: a warehouse as a DataFusion catalog.
 //! * [`sql`]: session set-up (`SET paimon.*` options, default catalog, the table function
 //!   `paimon_incremental_query`).
+//! * `distributed` (feature `ballista`): plan codecs for Apache Ballista, on top of `table`.
 
 pub(crate) mod bitmap;
 pub mod catalog;
 pub(crate) mod changelog;
 pub(crate) mod compact;
 pub(crate) mod deletion_vector;
+#[cfg(feature = "ballista")]
+pub mod distributed;
 pub(crate) mod dynamic_bucket;
 pub mod error;
 pub(crate) mod format;

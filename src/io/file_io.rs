@@ -37,6 +37,12 @@ impl FileIO {
         }
     }
 
+    /// URL of the root directory.
+    #[cfg(feature = "ballista")]
+    pub(crate) fn root_url(&self) -> &str {
+        &self.root_url
+    }
+
     pub(crate) fn store(&self) -> &Arc<dyn ObjectStore> {
         &self.store
     }

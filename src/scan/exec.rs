@@ -10,6 +10,7 @@
 //! are never applied here: DataFusion re-applies every pushed filter above this node, after the
 //! merge, so an older version of a row can never resurface.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -89,6 +90,8 @@ pub struct PaimonScanExec {
     files_pruned: usize,
     metrics: ExecutionPlanMetricsSet,
     properties: Arc<PlanProperties>,
+    /// What built this node (`table::ScanOrigin`), so a plan codec can rebuild it elsewhere.
+    origin: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl PaimonScanExec {
@@ -120,7 +123,27 @@ impl PaimonScanExec {
             files_pruned,
             metrics: ExecutionPlanMetricsSet::new(),
             properties,
+            origin: None,
         }
+    }
+
+    /// Records what built this node (see the `origin` field).
+    pub(crate) fn with_origin(mut self, origin: Arc<dyn Any + Send + Sync>) -> Self {
+        self.origin = Some(origin);
+        self
+    }
+
+    #[cfg(feature = "ballista")]
+    pub(crate) fn origin(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        self.origin.as_ref()
+    }
+
+    /// A fingerprint of what every output partition reads (its splits, files, key ranges and
+    /// deletion vectors): two plans with the same fingerprint produce the same rows per
+    /// partition. A codec checks it after rebuilding the node in another process.
+    #[cfg(feature = "ballista")]
+    pub(crate) fn layout_fingerprint(&self) -> u32 {
+        crc32fast::hash(format!("{:?}", self.partitions).as_bytes())
     }
 
     fn split_summary(&self) -> String {

@@ -2,11 +2,18 @@
 
 mod incremental;
 mod open;
+mod origin;
 mod provider;
+#[cfg(feature = "ballista")]
+mod recipe;
 mod time_travel;
 
 pub(crate) use crate::scan::ReadView;
 pub(crate) use open::open_table;
+#[cfg(feature = "ballista")]
+pub(crate) use origin::{ScanKind, ScanOrigin};
 pub(crate) use provider::project;
 pub use provider::PaimonTable;
+#[cfg(feature = "ballista")]
+pub(crate) use recipe::TableRecipe;
 pub(crate) use time_travel::resolve_snapshot;

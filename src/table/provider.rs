@@ -29,23 +29,29 @@ use crate::scan::{
 use crate::spec::{MergeEngine, Snapshot, TableOptions, TableSchema};
 use crate::write::{AppendDmlExec, PaimonSink, WriteKind};
 
+use super::origin::{ScanKind, ScanOrigin};
+
 /// A table (or its `$audit_log` / `$binlog` view) pinned to one snapshot, or reading the
 /// changes between two snapshots (`incremental-between*` read options).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct PaimonTable {
-    name: String,
-    meta: Arc<TableMeta>,
-    snapshot: Option<Snapshot>,
-    schema: Arc<TableSchema>,
-    options: TableOptions,
-    arrow_schema: SchemaRef,
-    view: ReadView,
+    pub(super) name: String,
+    pub(super) meta: Arc<TableMeta>,
+    pub(super) snapshot: Option<Snapshot>,
+    pub(super) schema: Arc<TableSchema>,
+    pub(super) options: TableOptions,
+    pub(super) arrow_schema: SchemaRef,
+    pub(super) view: ReadView,
     /// Reads the changes of this range instead of the snapshot.
-    incremental: Option<IncrementalRange>,
+    pub(super) incremental: Option<IncrementalRange>,
     /// `$changelog`: after-images are acceptable where the start state expired.
-    allow_after_only: bool,
+    pub(super) allow_after_only: bool,
     /// `$ro`: read the top level only, without merging (`scan::PlanRequest::read_optimized`).
-    read_optimized: bool,
+    pub(super) read_optimized: bool,
+    /// Scans have a single output partition: set for tables rebuilt by the Ballista codecs,
+    /// because Ballista hands each task the plan of a whole stage and can only narrow its own
+    /// leaf nodes to the task's partitions (`distributed` module docs).
+    pub(super) single_partition: bool,
 }
 
 impl PaimonTable {
@@ -85,6 +91,7 @@ impl PaimonTable {
             incremental: None,
             allow_after_only: false,
             read_optimized: false,
+            single_partition: false,
         })
     }
 
@@ -550,23 +557,89 @@ impl PaimonTable {
             output_schema,
             pruning,
         };
-        let target_partitions = state.config().target_partitions();
+        let target_partitions = self.target_partitions(state);
         let first_key = self.schema.trimmed_primary_keys().first().map(|f| (*f).clone());
         let splits = spread_over_partitions(plan.splits, target_partitions, &ctx, first_key.as_ref()).await?;
-        Ok(Arc::new(PaimonScanExec::new(
-            self.name.clone(),
-            Some(snapshot.id),
-            if self.schema.has_primary_key() {
-                self.options.merge_engine.as_str()
-            } else {
-                "none (append table)"
-            },
-            ctx,
-            splits,
-            target_partitions,
+        Ok(Arc::new(
+            PaimonScanExec::new(
+                self.name.clone(),
+                Some(snapshot.id),
+                if self.schema.has_primary_key() {
+                    self.options.merge_engine.as_str()
+                } else {
+                    "none (append table)"
+                },
+                ctx,
+                splits,
+                target_partitions,
+                limit,
+                plan.files_pruned,
+            )
+            .with_origin(self.origin(ScanKind::Batch, None, projection, filters, limit)),
+        ))
+    }
+
+    /// This read and the scan's arguments, for a node to remember (`origin.rs`).
+    fn origin(
+        &self,
+        kind: ScanKind,
+        range: Option<&IncrementalRange>,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Arc<dyn std::any::Any + Send + Sync> {
+        let mut table = self.clone();
+        if let Some(range) = range {
+            table.incremental = Some(range.clone());
+        }
+        Arc::new(ScanOrigin {
+            table,
+            kind,
+            projection: projection.cloned(),
+            filters: filters.to_vec(),
             limit,
-            plan.files_pruned,
-        )))
+        })
+    }
+
+    /// Output partitions of a scan: the session's target, or one (`single_partition`).
+    fn target_partitions(&self, state: &dyn Session) -> usize {
+        if self.single_partition {
+            1
+        } else {
+            state.config().target_partitions()
+        }
+    }
+
+    /// One output partition per scan (see the field).
+    #[cfg(feature = "ballista")]
+    pub(crate) fn with_single_partition(self) -> Self {
+        PaimonTable {
+            single_partition: true,
+            ..self
+        }
+    }
+
+    /// The node `origin` describes, planned again (in another process) through `state`.
+    #[cfg(feature = "ballista")]
+    pub(crate) async fn rescan(
+        &self,
+        state: &dyn Session,
+        origin: &ScanOrigin,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let projection = origin.projection.as_ref();
+        match (origin.kind, &self.incremental) {
+            (ScanKind::Batch, _) => {
+                self.batch_scan(state, projection, &origin.filters, origin.limit)
+                    .await
+            }
+            (ScanKind::Incremental, Some(range)) => {
+                self.incremental_scan(state, range, projection, &origin.filters, origin.limit)
+                    .await
+            }
+            (ScanKind::Incremental, None) => {
+                internal_err!("incremental scan of {} without a range", self.name)
+            }
+        }
     }
 
     /// The changes of `range` (semantics.md §7.2): raw delta or changelog rows, or a diff.
@@ -611,19 +684,28 @@ impl PaimonTable {
             output_schema,
             pruning: None,
         };
-        let target_partitions = state.config().target_partitions();
+        let target_partitions = self.target_partitions(state);
         let first_key = self.schema.trimmed_primary_keys().first().map(|f| (*f).clone());
         let splits =
             spread_diffs_over_partitions(plan.splits, target_partitions, &ctx, first_key.as_ref()).await?;
-        Ok(Arc::new(PaimonIncrementalScanExec::new(
-            self.name.clone(),
-            range.clone(),
-            self.view,
-            ctx,
-            splits,
-            target_partitions,
-            limit,
-        )))
+        Ok(Arc::new(
+            PaimonIncrementalScanExec::new(
+                self.name.clone(),
+                range.clone(),
+                self.view,
+                ctx,
+                splits,
+                target_partitions,
+                limit,
+            )
+            .with_origin(self.origin(
+                ScanKind::Incremental,
+                Some(range),
+                projection,
+                filters,
+                limit,
+            )),
+        ))
     }
 
     /// `$changelog`: the exact changes of the range, whatever the producer. A table with a

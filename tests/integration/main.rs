@@ -6,6 +6,8 @@
 //! * [`errors`]: damaged tables (missing or corrupt snapshot, manifest, data and schema files) fail
 //!   with an error naming the file, never with a panic, on both `LocalFileSystem` and `InMemory`.
 
+#[cfg(feature = "ballista")]
+mod ballista;
 mod changelog_replay;
 #[cfg(feature = "cli")]
 mod cli;

@@ -1,6 +1,7 @@
 //! `PaimonIncrementalScanExec`: the plan node of an incremental read. `EXPLAIN` shows the
 //! snapshot range (start exclusive, end inclusive), the mode and the change splits.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
@@ -30,6 +31,8 @@ pub struct PaimonIncrementalScanExec {
     limit: Option<usize>,
     metrics: ExecutionPlanMetricsSet,
     properties: Arc<PlanProperties>,
+    /// What built this node (`table::ScanOrigin`), so a plan codec can rebuild it elsewhere.
+    origin: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl PaimonIncrementalScanExec {
@@ -58,7 +61,27 @@ impl PaimonIncrementalScanExec {
             limit,
             metrics: ExecutionPlanMetricsSet::new(),
             properties,
+            origin: None,
         }
+    }
+
+    /// Records what built this node (see the `origin` field).
+    pub(crate) fn with_origin(mut self, origin: Arc<dyn Any + Send + Sync>) -> Self {
+        self.origin = Some(origin);
+        self
+    }
+
+    #[cfg(feature = "ballista")]
+    pub(crate) fn origin(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        self.origin.as_ref()
+    }
+
+    /// A fingerprint of what every output partition reads (its splits, files, key ranges and
+    /// deletion vectors): two plans with the same fingerprint produce the same rows per
+    /// partition. A codec checks it after rebuilding the node in another process.
+    #[cfg(feature = "ballista")]
+    pub(crate) fn layout_fingerprint(&self) -> u32 {
+        crc32fast::hash(format!("{:?}", self.partitions).as_bytes())
     }
 
     fn split_summary(&self) -> String {

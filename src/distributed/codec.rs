@@ -1,0 +1,230 @@
+//! The two extension codecs (see the module docs of `distributed`). Payloads are JSON: a table
+//! recipe, plus for scan nodes the `scan` arguments, with filters as `datafusion-proto` bytes.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use datafusion::catalog::TableProvider;
+use datafusion::common::{exec_datafusion_err, internal_err, not_impl_err, Result, TableReference};
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::execution::TaskContext;
+use datafusion::logical_expr::{Expr, Extension, LogicalPlan};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion_proto::bytes::Serializeable;
+use datafusion_proto::logical_plan::LogicalExtensionCodec;
+use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
+use serde::{Deserialize, Serialize};
+
+use crate::scan::{PaimonIncrementalScanExec, PaimonScanExec};
+use crate::table::{PaimonTable, ScanKind, ScanOrigin, TableRecipe};
+
+/// Encodes [`PaimonTable`] providers (the tables of `TableScan`s) for a Ballista scheduler;
+/// everything else (extension nodes, other providers, file formats) goes to `inner`.
+///
+/// Provider payloads start with [`TABLE_MAGIC`], so decoding knows which codec wrote them.
+#[derive(Debug)]
+pub struct PaimonLogicalCodec {
+    inner: Arc<dyn LogicalExtensionCodec>,
+}
+
+/// Prefix of a Paimon table payload.
+const TABLE_MAGIC: &[u8] = b"paimon-table:";
+
+impl PaimonLogicalCodec {
+    /// Paimon tables first, then `inner` (Ballista's own codec, say).
+    pub fn new(inner: Arc<dyn LogicalExtensionCodec>) -> Self {
+        PaimonLogicalCodec { inner }
+    }
+}
+
+impl LogicalExtensionCodec for PaimonLogicalCodec {
+    fn try_decode(&self, buf: &[u8], inputs: &[LogicalPlan], ctx: &TaskContext) -> Result<Extension> {
+        self.inner.try_decode(buf, inputs, ctx)
+    }
+
+    fn try_encode(&self, node: &Extension, buf: &mut Vec<u8>) -> Result<()> {
+        self.inner.try_encode(node, buf)
+    }
+
+    fn try_decode_file_format(
+        &self,
+        buf: &[u8],
+        ctx: &TaskContext,
+    ) -> Result<Arc<dyn datafusion::datasource::file_format::FileFormatFactory>> {
+        self.inner.try_decode_file_format(buf, ctx)
+    }
+
+    fn try_encode_file_format(
+        &self,
+        buf: &mut Vec<u8>,
+        node: Arc<dyn datafusion::datasource::file_format::FileFormatFactory>,
+    ) -> Result<()> {
+        self.inner.try_encode_file_format(buf, node)
+    }
+
+    fn try_decode_table_provider(
+        &self,
+        buf: &[u8],
+        table_ref: &TableReference,
+        schema: SchemaRef,
+        ctx: &TaskContext,
+    ) -> Result<Arc<dyn TableProvider>> {
+        let Some(recipe) = buf.strip_prefix(TABLE_MAGIC) else {
+            return self.inner.try_decode_table_provider(buf, table_ref, schema, ctx);
+        };
+        let recipe = TableRecipe::from_bytes(recipe)?;
+        Ok(Arc::new(recipe.open(ctx.runtime_env().as_ref())?))
+    }
+
+    fn try_encode_table_provider(
+        &self,
+        table_ref: &TableReference,
+        node: Arc<dyn TableProvider>,
+        buf: &mut Vec<u8>,
+    ) -> Result<()> {
+        let Some(table) = (node.as_ref() as &dyn Any).downcast_ref::<PaimonTable>() else {
+            return self
+                .inner
+                .try_encode_table_provider(table_ref, node, buf)
+                .map_err(|e| {
+                    e.context(format!(
+                        "Table {table_ref} cannot be sent to Ballista: of the Paimon catalog, only \
+                     tables and their $audit_log, $binlog and $ro views are distributable"
+                    ))
+                });
+        };
+        buf.extend_from_slice(TABLE_MAGIC);
+        buf.extend(TableRecipe::of(table).to_bytes());
+        Ok(())
+    }
+}
+
+/// A scan node as data: how to plan it again, and what it must come out as.
+#[derive(Debug, Serialize, Deserialize)]
+struct ScanRecipe {
+    table: TableRecipe,
+    incremental: bool,
+    projection: Option<Vec<usize>>,
+    /// Each pushed-down filter as `datafusion-proto` bytes.
+    filters: Vec<Vec<u8>>,
+    limit: Option<usize>,
+    partitions: usize,
+    fingerprint: u32,
+}
+
+/// Encodes `PaimonScanExec` and `PaimonIncrementalScanExec` for Ballista executors. Other
+/// nodes fail to encode here: compose it after Ballista's own codec
+/// (`ComposedPhysicalExtensionCodec`, as [`super::with_paimon_codecs`] does).
+#[derive(Debug, Default)]
+pub struct PaimonPhysicalCodec;
+
+impl PhysicalExtensionCodec for PaimonPhysicalCodec {
+    fn try_decode(
+        &self,
+        buf: &[u8],
+        _inputs: &[Arc<dyn ExecutionPlan>],
+        ctx: &TaskContext,
+        _proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let recipe: ScanRecipe = serde_json::from_slice(buf)
+            .map_err(|e| exec_datafusion_err!("Invalid Paimon scan in a serialized plan: {e}"))?;
+        let table = recipe.table.open(ctx.runtime_env().as_ref())?;
+        let filters = recipe
+            .filters
+            .iter()
+            .map(|bytes| Expr::from_bytes_with_ctx(bytes, ctx))
+            .collect::<Result<Vec<_>>>()?;
+        let origin = ScanOrigin {
+            table: table.clone(),
+            kind: if recipe.incremental {
+                ScanKind::Incremental
+            } else {
+                ScanKind::Batch
+            },
+            projection: recipe.projection.clone(),
+            filters,
+            limit: recipe.limit,
+        };
+        let state = SessionStateBuilder::new()
+            .with_config(ctx.session_config().clone())
+            .with_runtime_env(ctx.runtime_env())
+            .with_default_features()
+            .build();
+        // Planning reads the table's manifests; decoding is synchronous, so it blocks this
+        // worker thread (executors run on a multi-threaded Tokio runtime).
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| exec_datafusion_err!("Decoding a Paimon scan needs a Tokio runtime"))?;
+        let plan = tokio::task::block_in_place(|| handle.block_on(table.rescan(&state, &origin)))?;
+        let (partitions, fingerprint) = layout(&plan)?;
+        if partitions != recipe.partitions || fingerprint != recipe.fingerprint {
+            return internal_err!(
+                "The scan of {} planned differently on this executor ({partitions} partitions, \
+                 fingerprint {fingerprint:08x}) than on the scheduler ({} partitions, fingerprint {:08x}); \
+                 refusing to read other rows than planned",
+                table.name(),
+                recipe.partitions,
+                recipe.fingerprint
+            );
+        }
+        Ok(plan)
+    }
+
+    fn try_encode(
+        &self,
+        node: Arc<dyn ExecutionPlan>,
+        buf: &mut Vec<u8>,
+        _proto_converter: &dyn PhysicalProtoConverterExtension,
+    ) -> Result<()> {
+        let origin = scan_origin(&node)?;
+        let (partitions, fingerprint) = layout(&node)?;
+        let filters = origin
+            .filters
+            .iter()
+            .map(|f| Ok(f.to_bytes()?.to_vec()))
+            .collect::<Result<Vec<_>>>()?;
+        let recipe = ScanRecipe {
+            table: TableRecipe::of(&origin.table),
+            incremental: origin.kind == ScanKind::Incremental,
+            projection: origin.projection.clone(),
+            filters,
+            limit: origin.limit,
+            partitions,
+            fingerprint,
+        };
+        buf.extend(serde_json::to_vec(&recipe).expect("a scan recipe serializes"));
+        Ok(())
+    }
+}
+
+/// What built a scan node of ours; an error naming any other node.
+fn scan_origin(node: &Arc<dyn ExecutionPlan>) -> Result<&ScanOrigin> {
+    let any = node.as_ref() as &dyn Any;
+    let origin = if let Some(scan) = any.downcast_ref::<PaimonScanExec>() {
+        scan.origin()
+    } else if let Some(scan) = any.downcast_ref::<PaimonIncrementalScanExec>() {
+        scan.origin()
+    } else {
+        return not_impl_err!(
+            "{} cannot be sent to a Ballista executor: datafusion-paimon distributes batch and \
+             incremental scans only (not the $changelog normalize, tailing reads or writes)",
+            node.name()
+        );
+    };
+    origin
+        .and_then(|o| o.downcast_ref::<ScanOrigin>())
+        .ok_or_else(|| exec_datafusion_err!("{} was not built by a Paimon table scan", node.name()))
+}
+
+/// Partition count and split fingerprint of a scan node of ours.
+fn layout(node: &Arc<dyn ExecutionPlan>) -> Result<(usize, u32)> {
+    let any = node.as_ref() as &dyn Any;
+    let fingerprint = if let Some(scan) = any.downcast_ref::<PaimonScanExec>() {
+        scan.layout_fingerprint()
+    } else if let Some(scan) = any.downcast_ref::<PaimonIncrementalScanExec>() {
+        scan.layout_fingerprint()
+    } else {
+        return internal_err!("{} is not a Paimon scan node", node.name());
+    };
+    Ok((node.properties().partitioning.partition_count(), fingerprint))
+}

@@ -1,0 +1,47 @@
+//! Scale-out on Apache Ballista (cargo feature `ballista`): `datafusion-proto` extension codecs
+//! for what our plans contain, so a Ballista scheduler can plan and its executors can run
+//! merge-on-read and incremental scans of Paimon tables.
+//!
+//! * [`PaimonLogicalCodec`] carries a [`PaimonTable`] (a `TableScan`'s provider) from the client
+//!   to the scheduler as a [`TableRecipe`]: the table root, the snapshot and read schema as
+//!   JSON, the view and the incremental range, all resolved on the client. The scheduler plans
+//!   from exactly the snapshot the client resolved.
+//! * [`PaimonPhysicalCodec`] carries `PaimonScanExec` and `PaimonIncrementalScanExec` from the
+//!   scheduler to executors as the table recipe plus the `scan` arguments (projection, filters,
+//!   limit). An executor plans the scan again from them and checks that every output
+//!   partition reads exactly the splits the scheduler planned (a fingerprint of files, key
+//!   ranges and deletion vectors), failing rather than reading different rows. Splits
+//!   (partition, bucket, key range) are therefore the unit of distribution.
+//!
+//! Not distributable (a clear error names the node): the `$changelog` normalize of `none`
+//! tables, `paimon_stream` tailing reads, writes (sinks and DML) and the other system tables.
+
+//!
+//! Ballista hands each task the plan of a whole stage and narrows only its own leaf nodes
+//! (file and memory sources) to the task's partitions (apache/datafusion-ballista#2184); a
+//! custom leaf with several partitions would be read once per task. Tables rebuilt by these
+//! codecs therefore scan as one output partition: a Paimon scan runs as one task, and the
+//! stages above it (aggregations, joins after their shuffles) are distributed.
+
+mod codec;
+
+use std::sync::Arc;
+
+use ballista::prelude::SessionConfigExt;
+use datafusion::prelude::SessionConfig;
+use datafusion_proto::physical_plan::{ComposedPhysicalExtensionCodec, PhysicalExtensionCodec};
+
+pub use codec::{PaimonLogicalCodec, PaimonPhysicalCodec};
+
+/// `config` with the Paimon codecs installed in front of the Ballista codecs it has: build
+/// the Ballista session state (client, scheduler and standalone executor) from it.
+pub fn with_paimon_codecs(config: SessionConfig) -> SessionConfig {
+    let logical = Arc::new(PaimonLogicalCodec::new(config.ballista_logical_extension_codec()));
+    let physical: Arc<dyn PhysicalExtensionCodec> = Arc::new(ComposedPhysicalExtensionCodec::new(vec![
+        config.ballista_physical_extension_codec(),
+        Arc::new(PaimonPhysicalCodec),
+    ]));
+    config
+        .with_ballista_logical_extension_codec(logical)
+        .with_ballista_physical_extension_codec(physical)
+}

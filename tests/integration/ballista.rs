@@ -1,0 +1,195 @@
+//! Merge-on-read on Apache Ballista's standalone cluster (scheduler and executor in process),
+//! through the `distributed` codecs: every query must return exactly what a local session
+//! returns on the same warehouse. `cargo test --features ballista ballista`.
+//!
+//! The tables: a 4-bucket deduplicate table with three overlapping runs (an upsert and a
+//! delete on top of the first insert, `write-only` so nothing is compacted), and an append
+//! table to join with.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::util::pretty::pretty_format_batches;
+use ballista::prelude::{SessionConfigExt, SessionContextExt};
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_paimon::distributed::with_paimon_codecs;
+use datafusion_paimon::sql::{DEFAULT_CATALOG, DEFAULT_DATABASE};
+use datafusion_paimon::PaimonSession;
+
+use crate::run_sql;
+
+/// The rows of `batches` as sorted lines (the row order of a distributed plan is not fixed).
+fn sorted_rows(batches: &[RecordBatch]) -> Vec<String> {
+    let text = pretty_format_batches(batches).expect("printable").to_string();
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(1) // the header
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+async fn ballista_session(warehouse: &str) -> PaimonSession {
+    let config = with_paimon_codecs(SessionConfig::new_with_ballista())
+        .with_target_partitions(4)
+        .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_DATABASE)
+        .with_create_default_catalog_and_schema(false)
+        .with_information_schema(true);
+    let state = SessionStateBuilder::new()
+        .with_default_features()
+        .with_config(config)
+        .build();
+    let ctx = SessionContext::standalone_with_state(state)
+        .await
+        .expect("a standalone Ballista cluster starts");
+    PaimonSession::register(ctx, warehouse)
+        .await
+        .expect("the warehouse opens on Ballista")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ballista_runs_merge_on_read_queries_like_a_local_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().to_str().unwrap().to_string();
+    let local = PaimonSession::open(&warehouse).await.unwrap();
+    for sql in [
+        "CREATE TABLE pk (k BIGINT, g INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) \
+         WITH ('bucket' = '4', 'write-only' = 'true')",
+        "INSERT INTO pk SELECT value, CAST(value % 7 AS INT), 'a' FROM generate_series(1, 5000)",
+        "INSERT INTO pk SELECT value, CAST(value % 5 AS INT), 'b' FROM generate_series(1, 5000, 3)",
+        "DELETE FROM pk WHERE k % 10 = 0",
+        "CREATE TABLE names (g INT, name STRING)",
+        "INSERT INTO names SELECT CAST(value AS INT), concat('group-', value) FROM generate_series(0, 6)",
+    ] {
+        run_sql(&local, sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    let cluster = ballista_session(&warehouse).await;
+
+    let queries = [
+        // Aggregates over the merged 4-bucket table.
+        "SELECT count(*), sum(k), count(DISTINCT g), min(v), max(v) FROM pk",
+        "SELECT g, v, count(*) AS n, sum(k) AS s FROM pk GROUP BY g, v",
+        // A join of the primary-key table with the append table.
+        "SELECT n.name, count(*) AS c FROM pk JOIN names n ON pk.g = n.g WHERE pk.v = 'b' GROUP BY n.name",
+        // Filters pushed into the scan (bucket and key pruning) and the change views.
+        "SELECT k, g, v FROM pk WHERE k IN (3, 4, 10, 4999)",
+        "SELECT rowkind, count(*) FROM \"pk$audit_log\" GROUP BY rowkind",
+        // An incremental read: the changes of snapshots 2 and 3.
+        "SELECT rowkind, count(*), sum(k) FROM paimon_incremental_query('default.pk$audit_log', 1, 3) GROUP BY rowkind",
+        "SELECT count(*), sum(k) FROM paimon_incremental_query('default.pk', 1, 3, 'diff')",
+    ];
+    for sql in queries {
+        let expected = sorted_rows(
+            &run_sql(&local, sql)
+                .await
+                .unwrap_or_else(|e| panic!("local {sql}: {e}")),
+        );
+        assert!(!expected.is_empty(), "{sql} returns rows");
+        let actual = sorted_rows(
+            &run_sql(&cluster, sql)
+                .await
+                .unwrap_or_else(|e| panic!("ballista {sql}: {e}")),
+        );
+        assert_eq!(actual, expected, "{sql}");
+    }
+    // The queries ran on the cluster: the client's plan is Ballista's distributed query.
+    let frame = cluster.sql("SELECT count(*) FROM pk").await.unwrap();
+    let plan = frame.create_physical_plan().await.unwrap();
+    let shown = datafusion::physical_plan::displayable(plan.as_ref())
+        .indent(true)
+        .to_string();
+    eprintln!("{shown}");
+    assert!(shown.contains("DistributedQueryExec"), "{shown}");
+    // The counts themselves, from the statements: 5000 keys, 500 deleted.
+    let rows = sorted_rows(&run_sql(&cluster, "SELECT count(*) FROM pk").await.unwrap());
+    assert_eq!(rows, vec!["| 4500     |".to_string()]);
+}
+
+/// The codecs on their own: a plan's Paimon tables survive a logical round trip, its scans a
+/// physical round trip (planned again from the recipe, same rows), and a scan planned with
+/// other partitions than the recipe's is refused rather than read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ballista_codecs_round_trip_tables_and_scans() {
+    use datafusion::physical_plan::collect;
+    use datafusion_paimon::distributed::{PaimonLogicalCodec, PaimonPhysicalCodec};
+    use datafusion_proto::bytes::{
+        logical_plan_from_bytes_with_extension_codec, logical_plan_to_bytes_with_extension_codec,
+        physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
+    };
+    use datafusion_proto::logical_plan::DefaultLogicalExtensionCodec;
+
+    let dir = tempfile::tempdir().unwrap();
+    let local = PaimonSession::open(dir.path().to_str().unwrap()).await.unwrap();
+    for sql in [
+        "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2', 'write-only' = 'true')",
+        "INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+        "INSERT INTO t VALUES (2, 'B'), (4, 'D')",
+    ] {
+        run_sql(&local, sql).await.unwrap();
+    }
+    let logical_codec = PaimonLogicalCodec::new(Arc::new(DefaultLogicalExtensionCodec {}));
+    let ctx = local.context();
+    let task = ctx.task_ctx();
+    for sql in [
+        "SELECT k, v FROM t WHERE k > 1",
+        "SELECT rowkind, k, v FROM \"t$audit_log\"",
+        "SELECT * FROM paimon_incremental_query('default.t', 1, 2)",
+    ] {
+        let expected = sorted_rows(&run_sql(&local, sql).await.unwrap());
+        let plan = local.sql(sql).await.unwrap().into_optimized_plan().unwrap();
+        let bytes = logical_plan_to_bytes_with_extension_codec(&plan, &logical_codec).unwrap();
+        let decoded = logical_plan_from_bytes_with_extension_codec(&bytes, &task, &logical_codec).unwrap();
+        // Tables rebuilt by the codec scan as one partition, as on a Ballista scheduler.
+        let physical = ctx.state().create_physical_plan(&decoded).await.unwrap();
+        let shipped =
+            physical_plan_to_bytes_with_extension_codec(Arc::clone(&physical), &PaimonPhysicalCodec).unwrap();
+        let rebuilt =
+            physical_plan_from_bytes_with_extension_codec(&shipped, &task, &PaimonPhysicalCodec).unwrap();
+        let show = |p: &Arc<dyn datafusion::physical_plan::ExecutionPlan>| {
+            datafusion::physical_plan::displayable(p.as_ref())
+                .indent(true)
+                .to_string()
+        };
+        assert_eq!(show(&rebuilt), show(&physical), "{sql}");
+        let rows = sorted_rows(&collect(rebuilt, Arc::clone(&task)).await.unwrap());
+        assert_eq!(rows, expected, "{sql}");
+    }
+
+    // A locally planned scan (several partitions) does not match the one-partition plan an
+    // executor makes from its recipe: decoding refuses it.
+    let frame = local.sql("SELECT k, v FROM t").await.unwrap();
+    let physical = frame.create_physical_plan().await.unwrap();
+    let scan = find_scan(&physical).expect("a PaimonScanExec");
+    assert!(scan.properties().partitioning.partition_count() > 1);
+    let shipped = physical_plan_to_bytes_with_extension_codec(scan, &PaimonPhysicalCodec).unwrap();
+    let error = physical_plan_from_bytes_with_extension_codec(&shipped, &task, &PaimonPhysicalCodec)
+        .expect_err("a scan that plans differently is refused")
+        .to_string();
+    assert!(error.contains("planned differently"), "{error}");
+
+    // Other system tables are not distributable: the error names the table.
+    let plan = local
+        .sql("SELECT * FROM \"t$snapshots\"")
+        .await
+        .unwrap()
+        .into_optimized_plan()
+        .unwrap();
+    let error = logical_plan_to_bytes_with_extension_codec(&plan, &logical_codec)
+        .expect_err("$snapshots cannot be shipped")
+        .to_string();
+    assert!(error.contains("t$snapshots"), "{error}");
+}
+
+fn find_scan(
+    plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+) -> Option<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+    if plan.name() == "PaimonScanExec" {
+        return Some(Arc::clone(plan));
+    }
+    plan.children().into_iter().find_map(find_scan)
+}
