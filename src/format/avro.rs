@@ -126,7 +126,7 @@ pub(super) async fn open(store: Arc<dyn ObjectStore>, path: &Path) -> Result<Ope
     // Reading the header gives the writer's schema.
     let reader = ReaderBuilder::new()
         .build(Cursor::new(bytes.clone()))
-        .map_err(|e| exec_datafusion_err!("Failed to open Avro data file {path}: {e}"))?;
+        .map_err(|e| exec_datafusion_err!("Failed to open Avro data file /{path}: {e}"))?;
     Ok(Opened {
         schema: reader.schema(),
         bytes,
@@ -151,12 +151,12 @@ impl Opened {
             .with_batch_size(batch_size)
             .with_projection(projection)
             .build(Cursor::new(bytes))
-            .map_err(|e| exec_datafusion_err!("Failed to read Avro data file {path}: {e}"))?;
+            .map_err(|e| exec_datafusion_err!("Failed to read Avro data file /{path}: {e}"))?;
         let deleted: Option<Vec<u64>> = deleted.map(|dv| dv.positions().to_vec());
         let mut position = 0u64;
         let batches = reader.map(move |batch| {
             let batch =
-                batch.map_err(|e| exec_datafusion_err!("Failed to read Avro data file {path}: {e}"))?;
+                batch.map_err(|e| exec_datafusion_err!("Failed to read Avro data file /{path}: {e}"))?;
             let start = position;
             position += batch.num_rows() as u64;
             match &deleted {

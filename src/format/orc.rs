@@ -122,7 +122,7 @@ pub(super) struct Opened {
 pub(super) async fn open(store: Arc<dyn ObjectStore>, path: &Path) -> Result<Opened> {
     let bytes = super::fetch(&store, path).await?;
     let builder = ArrowReaderBuilder::try_new(bytes)
-        .map_err(|e| exec_datafusion_err!("Failed to open ORC data file {path}: {e}"))?
+        .map_err(|e| exec_datafusion_err!("Failed to open ORC data file /{path}: {e}"))?
         .with_timestamp_precision(TimestampPrecision::Microsecond);
     Ok(Opened {
         builder,
@@ -153,7 +153,7 @@ impl Opened {
         };
         let reader = builder.with_projection(mask).with_batch_size(batch_size).build();
         Ok(futures::stream::iter(reader.map(move |batch| {
-            batch.map_err(|e| exec_datafusion_err!("Failed to read ORC data file {path}: {e}"))
+            batch.map_err(|e| exec_datafusion_err!("Failed to read ORC data file /{path}: {e}"))
         }))
         .boxed())
     }

@@ -216,7 +216,7 @@ pub(super) async fn open(
     let options = ArrowReaderOptions::new().with_page_index_policy(policy);
     let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
         .await
-        .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file {path}: {e}"))?;
+        .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
     Ok(Opened {
         builder,
         path: path.clone(),
@@ -265,9 +265,9 @@ impl Opened {
             .with_projection(mask)
             .with_batch_size(batch_size)
             .build()
-            .map_err(|e| exec_datafusion_err!("Failed to read Parquet data file {path}: {e}"))?;
+            .map_err(|e| exec_datafusion_err!("Failed to read Parquet data file /{path}: {e}"))?;
         Ok(stream
-            .map_err(move |e| exec_datafusion_err!("Failed to read Parquet data file {path}: {e}"))
+            .map_err(move |e| exec_datafusion_err!("Failed to read Parquet data file /{path}: {e}"))
             .boxed())
     }
 }

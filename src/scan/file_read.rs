@@ -105,7 +105,8 @@ pub(crate) async fn read_file(
     layout: Arc<ReadLayout>,
     batch_size: usize,
 ) -> Result<impl futures::Stream<Item = Result<RecordBatch>> + Send> {
-    let shown = file.path.to_string();
+    // Object-store paths have no leading slash; local ones then read as the path they are.
+    let shown = format!("/{}", file.path);
     let deleted = match &file.deletion {
         Some(dv) => Some(dv.load(&store).await.map_err(|e| {
             exec_datafusion_err!("Failed to read the deletion vector of data file {shown}: {e}")

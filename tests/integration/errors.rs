@@ -305,6 +305,16 @@ async fn missing_data_file(backend: Backend) {
     assert_eq!(files.len(), 4, "{files:?}");
     d.delete(&format!("bucket-0/{}", files[0])).await;
     d.assert_error_names(&files[0]).await;
+    if let Some(dir) = &d._dir {
+        // A local file is named by its absolute path, leading '/' included.
+        let path = dir.path().join(TABLE_DIR).join("bucket-0").join(&files[0]);
+        let error = d.run(QUERY).await.expect_err("the data file is missing");
+        assert!(
+            error.contains(&format!("data file {}", path.display())),
+            "the error names {}: {error}",
+            path.display()
+        );
+    }
 }
 
 /// A data file holds garbage instead of Parquet.
