@@ -10,6 +10,7 @@
 //!
 //! * [`spec`]: the on-disk format as plain data (schemas, snapshots, manifests, BinaryRow).
 //! * `io`: bytes and Parquet files on an `ObjectStore`.
+//! * [`progress`]: live counters of the running statement (a session extension any layer adds to).
 //! * `meta`: snapshots, schemas, tags and manifests of one table.
 //! * `merge`: k-way merge of sorted runs with arrow-row keys.
 //! * `scan`: merge-on-read planning and the `PaimonScanExec` plan node; incremental reads
@@ -35,6 +36,7 @@ pub(crate) mod io;
 pub(crate) mod maintenance;
 pub(crate) mod merge;
 pub(crate) mod meta;
+pub mod progress;
 pub mod scan;
 pub mod spec;
 pub mod sql;

@@ -20,6 +20,7 @@ mod postpone;
 mod settings;
 mod unit;
 
+use crate::progress::StatementProgress;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -62,6 +63,8 @@ pub(crate) struct Compaction<'a> {
     pub batch_size: usize,
     /// Pool compaction buffers are reserved in.
     pub pool: Arc<dyn MemoryPool>,
+    /// The session's live counters, if it has them.
+    pub progress: Option<Arc<StatementProgress>>,
 }
 
 impl Compaction<'_> {
@@ -166,8 +169,19 @@ impl Compaction<'_> {
                 deletion_vectors: &deletion_vectors,
                 batch_size: self.batch_size,
                 pool: &self.pool,
+                progress: self.progress.as_ref(),
             };
             let unit = bucket.run(&runs, pick).await?;
+            if let Some(progress) = &self.progress {
+                let written = unit
+                    .after
+                    .iter()
+                    .filter(|e| !unit.before.iter().any(|b| b.file.file_name == e.file.file_name));
+                let (files, rows) =
+                    written.fold((0, 0), |(f, r), e| (f + 1, r + e.file.row_count.max(0) as usize));
+                progress.add_files_written(files + unit.changelog.len());
+                progress.add_rows_written(rows);
+            }
             if settings.deletion_vectors {
                 let had_index = index_entries.iter().any(|e| {
                     e.kind == crate::spec::FileKind::Add

@@ -74,6 +74,8 @@ pub(crate) struct BucketCompaction<'a> {
     pub batch_size: usize,
     /// Pool the unit's read buffers are reserved in.
     pub pool: &'a Arc<dyn MemoryPool>,
+    /// The session's live counters, if it has them.
+    pub progress: Option<&'a Arc<crate::progress::StatementProgress>>,
 }
 
 /// Rows a compaction chunk asks for before it is merged: enough to amortise the per-chunk
@@ -206,7 +208,13 @@ impl BucketCompaction<'_> {
             self.batch_size,
         )
         .await?;
-        Ok(stream.boxed())
+        let Some(progress) = self.progress.cloned() else {
+            return Ok(stream.boxed());
+        };
+        progress.add_bytes_read(file.file_size.max(0) as usize);
+        Ok(stream
+            .inspect_ok(move |batch| progress.add_rows_read(batch.num_rows()))
+            .boxed())
     }
 
     /// Reads a whole data file in the full layout, deleted rows included: row i is the file's

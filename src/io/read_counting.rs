@@ -10,6 +10,8 @@ use bytes::Bytes;
 use datafusion::physical_plan::metrics::Count;
 use futures::stream::BoxStream;
 use object_store::path::Path;
+
+use crate::progress::StatementProgress;
 use object_store::{
     CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
     PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
@@ -20,11 +22,28 @@ use object_store::{
 pub(crate) struct ReadCountingStore {
     inner: Arc<dyn ObjectStore>,
     bytes: Count,
+    /// The session's live counters, if it has them.
+    progress: Option<Arc<StatementProgress>>,
 }
 
 impl ReadCountingStore {
-    pub(crate) fn new(inner: Arc<dyn ObjectStore>, bytes: Count) -> Self {
-        ReadCountingStore { inner, bytes }
+    pub(crate) fn new(
+        inner: Arc<dyn ObjectStore>,
+        bytes: Count,
+        progress: Option<Arc<StatementProgress>>,
+    ) -> Self {
+        ReadCountingStore {
+            inner,
+            bytes,
+            progress,
+        }
+    }
+
+    fn count(&self, n: usize) {
+        self.bytes.add(n);
+        if let Some(p) = &self.progress {
+            p.add_bytes_read(n);
+        }
     }
 }
 
@@ -52,14 +71,14 @@ impl ObjectStore for ReadCountingStore {
         let head = options.head;
         let result = self.inner.get_opts(location, options).await?;
         if !head {
-            self.bytes.add((result.range.end - result.range.start) as usize);
+            self.count((result.range.end - result.range.start) as usize);
         }
         Ok(result)
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         let fetched = self.inner.get_ranges(location, ranges).await?;
-        self.bytes.add(fetched.iter().map(Bytes::len).sum());
+        self.count(fetched.iter().map(Bytes::len).sum());
         Ok(fetched)
     }
 

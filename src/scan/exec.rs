@@ -15,6 +15,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::progress::StatementProgress;
+
 use arrow::datatypes::SchemaRef;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{internal_err, Result};
@@ -284,7 +286,7 @@ impl ExecutionPlan for PaimonScanExec {
             );
         };
         let batch_size = context.session_config().batch_size();
-        let metrics = ScanMetrics::new(&self.metrics, partition);
+        let metrics = ScanMetrics::new(&self.metrics, partition, StatementProgress::of(&context));
         Ok(partition_stream(
             Arc::clone(&self.ctx),
             splits.clone(),

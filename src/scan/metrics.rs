@@ -17,6 +17,7 @@ use object_store::ObjectStore;
 
 use crate::io::ReadCountingStore;
 use crate::merge::MergeMetrics;
+use crate::progress::StatementProgress;
 
 /// The metrics of one output partition of a scan.
 #[derive(Debug, Clone)]
@@ -36,11 +37,18 @@ pub(crate) struct ScanMetrics {
     /// Sorted runs fed into merges (sections of one run are read without a merge).
     pub(crate) runs_merged: Count,
     pub(crate) merge: MergeMetrics,
+    /// The session's live counters, if it has them.
+    progress: Option<Arc<StatementProgress>>,
 }
 
 impl ScanMetrics {
-    pub(crate) fn new(metrics: &ExecutionPlanMetricsSet, partition: usize) -> Self {
+    pub(crate) fn new(
+        metrics: &ExecutionPlanMetricsSet,
+        partition: usize,
+        progress: Option<Arc<StatementProgress>>,
+    ) -> Self {
         ScanMetrics {
+            progress,
             baseline: BaselineMetrics::new(metrics, partition),
             files_read: MetricBuilder::new(metrics).counter("files_read", partition),
             bytes_scanned: MetricBuilder::new(metrics).counter("bytes_scanned", partition),
@@ -56,6 +64,7 @@ impl ScanMetrics {
         Arc::new(ReadCountingStore::new(
             Arc::clone(store),
             self.bytes_scanned.clone(),
+            self.progress.clone(),
         ))
     }
 
@@ -65,7 +74,7 @@ impl ScanMetrics {
         Box::pin(Observed {
             input,
             time: self.decode_time.clone(),
-            output: Output::Rows(self.rows_read.clone()),
+            output: Output::Rows(self.rows_read.clone(), self.progress.clone()),
         })
     }
 
@@ -88,7 +97,7 @@ struct Observed {
 }
 
 enum Output {
-    Rows(Count),
+    Rows(Count, Option<Arc<StatementProgress>>),
     Baseline(BaselineMetrics),
 }
 
@@ -100,9 +109,12 @@ impl Stream for Observed {
         let poll = self.input.as_mut().poll_next(cx);
         self.time.add_elapsed(start);
         match &self.output {
-            Output::Rows(rows) => {
+            Output::Rows(rows, progress) => {
                 if let Poll::Ready(Some(Ok(batch))) = &poll {
                     rows.add(batch.num_rows());
+                    if let Some(p) = progress {
+                        p.add_rows_read(batch.num_rows());
+                    }
                 }
                 poll
             }

@@ -489,6 +489,7 @@ async fn compact(session: &PaimonSession, call: &Call) -> Result<()> {
         schema: &schema,
         batch_size,
         pool: Arc::clone(&session.context().runtime_env().memory_pool),
+        progress: crate::progress::StatementProgress::of_config(session.context().state().config()),
     }
     .full(&scope)
     .await?;

@@ -41,6 +41,7 @@ use crate::maintenance::partitions::{expire_partitions, PartitionTime};
 use crate::merge::reduce::{GroupReducer, RetractPolicy};
 use crate::merge::MergeEngineSpec;
 use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};
+use crate::progress::StatementProgress;
 use crate::spec::bucket::{fixed_buckets, hash_binary_row};
 use crate::spec::{paths, row_kind, BinaryRow, FileKind, ManifestEntry, TableOptions, TableSchema};
 
@@ -547,6 +548,7 @@ impl DataSink for PaimonSink {
         context: &Arc<TaskContext>,
     ) -> Result<u64> {
         let started = Instant::now();
+        let progress = StatementProgress::of(context);
         let routing = self.routing()?;
         let mut next_seq = if self.schema.has_primary_key() {
             self.next_sequences().await?
@@ -597,6 +599,9 @@ impl DataSink for PaimonSink {
         while let Some(batch) = data.next().await {
             let batch = batch?;
             count += batch.num_rows() as u64;
+            if let Some(p) = &progress {
+                p.add_rows_written(batch.num_rows());
+            }
             if truncate || batch.num_rows() == 0 {
                 continue;
             }
@@ -653,7 +658,11 @@ impl DataSink for PaimonSink {
                     if let Some(g) = largest {
                         let buffer = buffers.get_mut(&g).expect("largest buffer exists").take();
                         reservation.shrink(buffer.bytes().min(reservation.size()));
-                        flushed.extend(join(self.spawn_flush(&routing, g, buffer)).await?);
+                        let files = join(self.spawn_flush(&routing, g, buffer)).await?;
+                        if let Some(p) = &progress {
+                            p.add_files_written(files.len());
+                        }
+                        flushed.extend(files);
                     }
                 }
             }
@@ -671,6 +680,9 @@ impl DataSink for PaimonSink {
             .try_collect()
             .await?;
         reservation.free();
+        if let Some(p) = &progress {
+            p.add_files_written(written.iter().map(Vec::len).sum());
+        }
         flushed.extend(written.into_iter().flatten());
         let (changelog, mut flushed): (Vec<ManifestEntry>, Vec<ManifestEntry>) = flushed
             .into_iter()
@@ -741,6 +753,7 @@ impl DataSink for PaimonSink {
                 schema: &self.schema,
                 batch_size: context.session_config().batch_size(),
                 pool: Arc::clone(context.memory_pool()),
+                progress: progress.clone(),
             };
             compaction.after_write(touched).await?;
             self.metrics.compaction_time.add_elapsed(compaction_started);

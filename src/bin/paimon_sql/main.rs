@@ -11,7 +11,8 @@
 //! and `RESET paimon.<option>` (hyphenated Paimon option names DataFusion's parser rejects)
 //! go to the Paimon session. Uses only the crate's public API.
 
-mod json_maps;
+mod planner;
+mod progress_line;
 mod repl;
 mod resources;
 mod runner;
@@ -34,12 +35,13 @@ use datafusion_cli::object_storage::{
 };
 use datafusion_cli::print_format::PrintFormat;
 use datafusion_cli::print_options::{MaxRows, PrintOptions};
+use datafusion_paimon::progress::StatementProgress;
 use datafusion_paimon::sql::{DEFAULT_CATALOG, DEFAULT_DATABASE};
 use datafusion_paimon::PaimonSession;
 use object_store::ObjectStore;
 use url::Url;
 
-use crate::json_maps::JsonMapsPlanner;
+use crate::planner::CliPlanner;
 use crate::runner::{error_chain, Runner};
 
 /// Command-line arguments.
@@ -118,8 +120,9 @@ async fn main() -> ExitCode {
 
 async fn run(args: Args) -> Result<()> {
     let registry = Arc::new(InstrumentedObjectStoreRegistry::new());
-    let planner = Arc::new(JsonMapsPlanner::default());
+    let planner = Arc::new(CliPlanner::default());
     let json_maps = planner.switch();
+    let status_line = planner.status_line();
     let session = open_session(&args, Arc::clone(&registry), planner).await?;
     // `--maxrows` limits the table formats only: csv, tsv, json and nd-json print every row.
     let maxrows = match args.format {
@@ -133,7 +136,7 @@ async fn run(args: Args) -> Result<()> {
         color: args.color,
         instrumented_registry: registry,
     };
-    let mut runner = Runner::new(session, print_options, json_maps);
+    let mut runner = Runner::new(session, print_options, json_maps, status_line);
     for path in &args.rc {
         runner.run_file(path).await?;
     }
@@ -155,7 +158,7 @@ async fn run(args: Args) -> Result<()> {
 async fn open_session(
     args: &Args,
     registry: Arc<InstrumentedObjectStoreRegistry>,
-    planner: Arc<JsonMapsPlanner>,
+    planner: Arc<CliPlanner>,
 ) -> Result<PaimonSession> {
     let warehouse = args.warehouse.as_str();
     prepare_local_warehouse(warehouse)?;
@@ -195,6 +198,8 @@ fn session_config() -> Result<SessionConfig> {
         options.format.null = "NULL".to_string();
     }
     Ok(SessionConfig::from(options)
+        // What the running statement has read and written, for the REPL's status line.
+        .with_extension(Arc::new(StatementProgress::default()))
         .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_DATABASE)
         .with_create_default_catalog_and_schema(false)
         .with_information_schema(true))

@@ -1,8 +1,10 @@
 //! The interactive loop: reads lines until a statement ends with `;`, runs it, prints errors
 //! and carries on. `\q`, `quit` or `exit` (or Ctrl-D) leave; Ctrl-C clears the current input
-//! or cancels the running statement. Other `\` commands are datafusion-cli's (`\?` lists them).
+//! or cancels the running statement; a statement running longer than a second shows a
+//! status line with what it has read and written (`progress_line.rs`). Other `\` commands are datafusion-cli's (`\?` lists them).
 
 use std::str::FromStr;
+use std::sync::Arc;
 
 use datafusion::common::{exec_datafusion_err, DataFusionError, Result};
 use datafusion_cli::command::{Command, OutputFormat};
@@ -78,13 +80,25 @@ fn is_quit(command: &str) -> bool {
 /// Runs one statement, printing its error; Ctrl-C abandons it (dropping the future cancels
 /// the DataFusion streams it polls).
 async fn run_cancellable(runner: &Runner, statement: &str) {
-    tokio::select! {
-        result = runner.run_statement(statement) => {
-            if let Err(e) = result {
-                eprintln!("Error: {}", error_chain(&e));
-            }
+    let progress = runner.progress();
+    progress.reset();
+    let status = runner.status_line();
+    status.start();
+    let ticker = status.spawn(Arc::clone(&progress), std::time::Instant::now());
+    let outcome = tokio::select! {
+        result = runner.run_statement(statement) => result.err(),
+        _ = tokio::signal::ctrl_c() => {
+            status.output_starts();
+            println!("^C (statement cancelled)");
+            None
         }
-        _ = tokio::signal::ctrl_c() => println!("^C (statement cancelled)"),
+    };
+    status.output_starts();
+    if let Some(ticker) = ticker {
+        ticker.abort();
+    }
+    if let Some(e) = outcome {
+        eprintln!("Error: {}", error_chain(&e));
     }
 }
 

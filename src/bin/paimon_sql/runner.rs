@@ -9,9 +9,11 @@ use datafusion::common::{exec_datafusion_err, DataFusionError, Result};
 use datafusion_cli::exec::exec_from_commands;
 use datafusion_cli::print_format::PrintFormat;
 use datafusion_cli::print_options::PrintOptions;
+use datafusion_paimon::progress::StatementProgress;
 use datafusion_paimon::sql::{is_known_option, parse_session_statement, SessionStatement};
 use datafusion_paimon::PaimonSession;
 
+use crate::progress_line::StatusLine;
 use crate::statements::split_statements;
 
 /// A Paimon session plus how results are printed.
@@ -23,21 +25,40 @@ pub struct Runner {
     /// Set while a JSON format is selected: maps with non-string keys print as entries
     /// (`json_maps.rs`).
     json_maps: Arc<AtomicBool>,
+    /// The REPL's status line for long statements.
+    status_line: Arc<StatusLine>,
 }
 
 impl Runner {
     /// A runner over `session` printing with `print_options`.
-    pub fn new(session: PaimonSession, print_options: PrintOptions, json_maps: Arc<AtomicBool>) -> Self {
+    pub fn new(
+        session: PaimonSession,
+        print_options: PrintOptions,
+        json_maps: Arc<AtomicBool>,
+        status_line: Arc<StatusLine>,
+    ) -> Self {
         Runner {
             session,
             print_options,
             json_maps,
+            status_line,
         }
+    }
+
+    /// The status line the REPL draws while a statement runs.
+    pub fn status_line(&self) -> Arc<StatusLine> {
+        Arc::clone(&self.status_line)
     }
 
     /// The session this runner executes against.
     pub fn session(&self) -> &PaimonSession {
         &self.session
+    }
+
+    /// The session's live counters (registered by `main::session_config`).
+    pub fn progress(&self) -> Arc<StatementProgress> {
+        StatementProgress::of_config(self.session.context().state().config())
+            .unwrap_or_else(|| Arc::new(StatementProgress::default()))
     }
 
     /// Runs one statement (no trailing `;` needed) and prints its result.
@@ -59,6 +80,7 @@ impl Runner {
         if let Some(df) = self.session.try_paimon_statement(sql).await? {
             let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
             let batches = df.collect().await?;
+            self.status_line.output_starts();
             if schema.fields().is_empty() {
                 if !self.print_options.quiet {
                     println!("{}", confirmation(sql));

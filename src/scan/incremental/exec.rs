@@ -5,6 +5,8 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::progress::StatementProgress;
+
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{internal_err, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -178,7 +180,7 @@ impl ExecutionPlan for PaimonIncrementalScanExec {
             );
         };
         let batch_size = context.session_config().batch_size();
-        let metrics = ScanMetrics::new(&self.metrics, partition);
+        let metrics = ScanMetrics::new(&self.metrics, partition, StatementProgress::of(&context));
         Ok(changes_partition_stream(
             Arc::clone(&self.ctx),
             self.view,
