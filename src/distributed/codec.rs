@@ -16,7 +16,9 @@ use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 use serde::{Deserialize, Serialize};
 
+use crate::changelog::ChangelogNormalizeExec;
 use crate::scan::{PaimonIncrementalScanExec, PaimonScanExec};
+use crate::spec::TableSchema;
 use crate::table::{PaimonTable, ScanKind, ScanOrigin, TableRecipe};
 
 /// Encodes [`PaimonTable`] providers (the tables of `TableScan`s) for a Ballista scheduler;
@@ -100,6 +102,18 @@ impl LogicalExtensionCodec for PaimonLogicalCodec {
     }
 }
 
+/// A node of ours as data.
+#[derive(Debug, Serialize, Deserialize)]
+enum NodeRecipe {
+    Scan(ScanRecipe),
+    /// `ChangelogNormalizeExec`: rebuilt over its decoded children (the start state's scan,
+    /// if seeded, and the delta scan).
+    Normalize {
+        table: String,
+        schema: String,
+    },
+}
+
 /// A scan node as data: how to plan it again, and what it must come out as.
 #[derive(Debug, Serialize, Deserialize)]
 struct ScanRecipe {
@@ -123,12 +137,31 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
     fn try_decode(
         &self,
         buf: &[u8],
-        _inputs: &[Arc<dyn ExecutionPlan>],
+        inputs: &[Arc<dyn ExecutionPlan>],
         ctx: &TaskContext,
         _proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let recipe: ScanRecipe = serde_json::from_slice(buf)
-            .map_err(|e| exec_datafusion_err!("Invalid Paimon scan in a serialized plan: {e}"))?;
+        let recipe: NodeRecipe = serde_json::from_slice(buf)
+            .map_err(|e| exec_datafusion_err!("Invalid Paimon node in a serialized plan: {e}"))?;
+        let recipe = match recipe {
+            NodeRecipe::Scan(scan) => scan,
+            NodeRecipe::Normalize { table, schema } => {
+                let schema = TableSchema::from_json(schema.as_bytes(), &format!("{table}/schema"))?;
+                let (seed, changes) = match inputs {
+                    [changes] => (None, Arc::clone(changes)),
+                    [seed, changes] => (Some(Arc::clone(seed)), Arc::clone(changes)),
+                    _ => {
+                        return internal_err!(
+                            "ChangelogNormalizeExec takes one or two inputs, got {}",
+                            inputs.len()
+                        )
+                    }
+                };
+                return Ok(Arc::new(ChangelogNormalizeExec::try_new(
+                    &table, &schema, seed, changes,
+                )?));
+            }
+        };
         let table = recipe.table.open(ctx.runtime_env().as_ref())?;
         let filters = recipe
             .filters
@@ -176,6 +209,15 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
         buf: &mut Vec<u8>,
         _proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> Result<()> {
+        if let Some(normalize) = node.downcast_ref::<ChangelogNormalizeExec>() {
+            let (table, schema) = normalize.table();
+            let recipe = NodeRecipe::Normalize {
+                table: table.to_string(),
+                schema: schema.to_json(),
+            };
+            buf.extend(serde_json::to_vec(&recipe).expect("a node recipe serializes"));
+            return Ok(());
+        }
         let origin = scan_origin(&node)?;
         let (partitions, fingerprint) = layout(&node)?;
         let filters = origin
@@ -192,7 +234,7 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
             partitions,
             fingerprint,
         };
-        buf.extend(serde_json::to_vec(&recipe).expect("a scan recipe serializes"));
+        buf.extend(serde_json::to_vec(&NodeRecipe::Scan(recipe)).expect("a scan recipe serializes"));
         Ok(())
     }
 }
@@ -207,7 +249,7 @@ fn scan_origin(node: &Arc<dyn ExecutionPlan>) -> Result<&ScanOrigin> {
     } else {
         return not_impl_err!(
             "{} cannot be sent to a Ballista executor: datafusion-paimon distributes batch and \
-             incremental scans only (not the $changelog normalize, tailing reads or writes)",
+             incremental scans and the $changelog normalize, not tailing reads or writes",
             node.name()
         );
     };

@@ -13,12 +13,15 @@
 //!   ranges and deletion vectors), failing rather than reading different rows. Splits
 //!   (partition, bucket, key range) are therefore the unit of distribution.
 //!
-//! Not distributable (a clear error names the node): the `$changelog` normalize of `none`
-//! tables, `paimon_stream` tailing reads, writes (sinks and DML) and the other system tables.
+//!   `ChangelogNormalizeExec` (`$changelog` of `none` tables) travels as its table's name and
+//!   schema and is rebuilt over its decoded inputs.
+//!
+//! Not distributable (a clear error names the node): `paimon_stream` tailing reads, writes
+//! (sinks and DML) and the other system tables.
 
 //!
 //! Ballista hands each task the plan of a whole stage and narrows only its own leaf nodes
-//! (file and memory sources) to the task's partitions (apache/datafusion-ballista#2184); a
+//! (file and memory sources) to the task's partitions; a
 //! custom leaf with several partitions would be read once per task. Tables rebuilt by these
 //! codecs therefore scan as one output partition: a Paimon scan runs as one task, and the
 //! stages above it (aggregations, joins after their shuffles) are distributed.

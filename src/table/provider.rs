@@ -793,13 +793,17 @@ impl PaimonTable {
         snapshot: Snapshot,
         filters: &[Expr],
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let at = PaimonTable::try_new(
-            self.name.clone(),
-            Arc::clone(&self.meta),
-            Some(snapshot),
-            Arc::clone(&self.schema),
-            ReadView::Table,
-        )?;
+        let at = PaimonTable {
+            // Scans as this table does (one partition when rebuilt for Ballista).
+            single_partition: self.single_partition,
+            ..PaimonTable::try_new(
+                self.name.clone(),
+                Arc::clone(&self.meta),
+                Some(snapshot),
+                Arc::clone(&self.schema),
+                ReadView::Table,
+            )?
+        };
         at.batch_scan(state, None, filters, None).await
     }
 

@@ -82,6 +82,8 @@ async fn ballista_runs_merge_on_read_queries_like_a_local_session() {
         // An incremental read: the changes of snapshots 2 and 3.
         "SELECT rowkind, count(*), sum(k) FROM paimon_incremental_query('default.pk$audit_log', 1, 3) GROUP BY rowkind",
         "SELECT count(*), sum(k) FROM paimon_incremental_query('default.pk', 1, 3, 'diff')",
+        // Exact changes of a `none` table: the normalize over the start state and the deltas.
+        "SELECT rowkind, count(*), sum(k) FROM paimon_incremental_query('default.pk$changelog', 1, 3) GROUP BY rowkind",
     ];
     for sql in queries {
         let expected = sorted_rows(
@@ -139,6 +141,7 @@ async fn ballista_codecs_round_trip_tables_and_scans() {
         "SELECT k, v FROM t WHERE k > 1",
         "SELECT rowkind, k, v FROM \"t$audit_log\"",
         "SELECT * FROM paimon_incremental_query('default.t', 1, 2)",
+        "SELECT * FROM paimon_incremental_query('default.t$changelog', 1, 2)",
     ] {
         let expected = sorted_rows(&run_sql(&local, sql).await.unwrap());
         let plan = local.sql(sql).await.unwrap().into_optimized_plan().unwrap();

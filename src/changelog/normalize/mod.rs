@@ -39,6 +39,12 @@ use crate::spec::{MergeEngine, TableOptions, TableSchema};
 #[derive(Debug)]
 pub(crate) struct ChangelogNormalizeExec {
     table: String,
+    /// The table's schema (its keys and merge options), kept for plan codecs.
+    #[cfg_attr(
+        not(feature = "ballista"),
+        allow(dead_code, reason = "read by the Ballista codec only")
+    )]
+    schema: Arc<TableSchema>,
     /// Merged rows at the start snapshot (table columns); None for an empty start.
     seed: Option<Arc<dyn ExecutionPlan>>,
     /// Delta rows: `rowkind`, table columns, `snapshot_id`.
@@ -65,12 +71,21 @@ impl ChangelogNormalizeExec {
         ));
         Ok(ChangelogNormalizeExec {
             table: table.to_string(),
+            schema: Arc::new(schema.clone()),
             seed,
             changes,
             key_columns,
             rules,
             properties,
         })
+    }
+}
+
+#[cfg(feature = "ballista")]
+impl ChangelogNormalizeExec {
+    /// The table's name and schema: with its children, all a codec needs to rebuild the node.
+    pub(crate) fn table(&self) -> (&str, &TableSchema) {
+        (&self.table, &self.schema)
     }
 }
 
@@ -275,6 +290,7 @@ impl ChangelogNormalizeExec {
         let seed = children.pop();
         Ok(Arc::new(ChangelogNormalizeExec {
             table: self.table.clone(),
+            schema: Arc::clone(&self.schema),
             seed,
             changes,
             key_columns: self.key_columns.clone(),
