@@ -179,4 +179,13 @@ fn json_output_of_maps_with_non_string_keys() {
     let output = paimon_sql(&["-q", "-c", query]);
     let table = String::from_utf8_lossy(&output.stdout);
     assert!(table.contains("{1: a, 2: b}"), "table format keeps maps: {table}");
+    // Inside a struct and a list too.
+    let nested = "SELECT named_struct('m', MAP {7: 'x'}) AS s, make_array(MAP {1: 2}) AS l";
+    let output = paimon_sql(&["--format", "json", "-q", "-c", nested]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stderr: {stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        r#"[{"s":{"m":[{"key":7,"value":"x"}]},"l":[[{"key":1,"value":2}]]}]"#
+    );
 }

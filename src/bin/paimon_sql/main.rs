@@ -11,6 +11,7 @@
 //! and `RESET paimon.<option>` (hyphenated Paimon option names DataFusion's parser rejects)
 //! go to the Paimon session. Uses only the crate's public API.
 
+mod json_entries;
 mod planner;
 mod progress_line;
 mod repl;

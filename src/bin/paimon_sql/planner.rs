@@ -10,24 +10,22 @@
 //! printed as their list of entries, `[{"key": 1, "value": "a"}, ...]` (DataFusion's
 //! `map_entries`), so the output is complete instead of failing. Other formats are unchanged.
 //!
-//! Done in the query planner, after the logical optimizer (which must not change a plan's
-//! schema): the plan gets a final projection before it becomes a physical plan.
+//! Done at the root of the physical plan (`OutputWatchExec`), batch by batch, so maps nested
+//! in structs and lists are handled too.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::DataType;
-use datafusion::arrow::datatypes::Schema;
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{internal_datafusion_err, Column, Result};
+use datafusion::common::{internal_datafusion_err, Result};
 use datafusion::execution::context::{QueryPlanner, SessionState};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::functions_nested::expr_fn::map_entries;
-use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder};
-use datafusion::physical_expr::PhysicalExpr;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -35,6 +33,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Pla
 use datafusion::physical_planner::{DefaultPhysicalPlanner, PhysicalPlanner};
 use futures::StreamExt;
 
+use crate::json_entries::{convert_batch, convert_schema, needs_entries};
 use crate::progress_line::StatusLine;
 
 /// DataFusion's planner, plus the map projection while `json` is set and the output watch.
@@ -72,34 +71,60 @@ impl QueryPlanner for CliPlanner {
             .as_any()
             .downcast_ref::<SessionState>()
             .ok_or_else(|| internal_datafusion_err!("paimon-sql plans with a SessionState"))?;
-        let plan = if self.json.load(Ordering::Relaxed) {
-            entries_for_maps(logical_plan)?
-        } else {
-            logical_plan.clone()
-        };
         let plan = DefaultPhysicalPlanner::default()
-            .create_physical_plan(&plan, state)
+            .create_physical_plan(logical_plan, state)
             .await?;
         let plan: Arc<dyn ExecutionPlan> = if plan.properties().partitioning.partition_count() > 1 {
             Arc::new(CoalescePartitionsExec::new(plan))
         } else {
             plan
         };
-        Ok(Arc::new(OutputWatchExec::new(plan, Arc::clone(&self.status))))
+        let json = self.json.load(Ordering::Relaxed);
+        Ok(Arc::new(OutputWatchExec::new(
+            plan,
+            Arc::clone(&self.status),
+            json,
+        )))
     }
 }
 
 /// Passes its single input partition through; the first batch (or the end) tells the status
-/// line that output starts.
+/// line that output starts. For JSON output it also turns maps with non-string keys into
+/// their entries (`json_entries.rs`).
 #[derive(Debug)]
 struct OutputWatchExec {
     input: Arc<dyn ExecutionPlan>,
     status: Arc<StatusLine>,
+    json: bool,
+    /// The output schema, when JSON output changes it.
+    converted: Option<SchemaRef>,
+    properties: Arc<PlanProperties>,
 }
 
 impl OutputWatchExec {
-    fn new(input: Arc<dyn ExecutionPlan>, status: Arc<StatusLine>) -> Self {
-        OutputWatchExec { input, status }
+    fn new(input: Arc<dyn ExecutionPlan>, status: Arc<StatusLine>, json: bool) -> Self {
+        let schema = input.schema();
+        let converted = (json && schema.fields().iter().any(|f| needs_entries(f.data_type())))
+            .then(|| convert_schema(&schema));
+        let properties = match &converted {
+            None => Arc::clone(input.properties()),
+            Some(schema) => {
+                let inner = input.properties();
+                Arc::new(PlanProperties::new(
+                    EquivalenceProperties::new(Arc::clone(schema)),
+                    inner.partitioning.clone(),
+                    inner.emission_type,
+                    inner.boundedness,
+                ))
+            }
+        };
+        OutputWatchExec {
+            input,
+            status,
+            json,
+            converted,
+            properties,
+        }
     }
 }
 
@@ -115,7 +140,7 @@ impl ExecutionPlan for OutputWatchExec {
     }
 
     fn properties(&self) -> &Arc<PlanProperties> {
-        self.input.properties()
+        &self.properties
     }
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
@@ -136,7 +161,11 @@ impl ExecutionPlan for OutputWatchExec {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let [input] = <[_; 1]>::try_from(children)
             .map_err(|_| internal_datafusion_err!("OutputWatchExec has one child"))?;
-        Ok(Arc::new(OutputWatchExec::new(input, Arc::clone(&self.status))))
+        Ok(Arc::new(OutputWatchExec::new(
+            input,
+            Arc::clone(&self.status),
+            self.json,
+        )))
     }
 
     #[allow(deprecated)]
@@ -152,54 +181,25 @@ impl ExecutionPlan for OutputWatchExec {
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let input = self.input.execute(partition, context)?;
-        let schema = input.schema();
+        let converted = self.converted.clone();
+        let schema = converted.clone().unwrap_or_else(|| input.schema());
         let status = Arc::clone(&self.status);
-        let watched = input.inspect(move |_| status.output_starts()).chain(
-            futures::stream::once({
-                let status = Arc::clone(&self.status);
-                async move {
-                    status.output_starts();
-                    Ok(RecordBatch::new_empty(Arc::new(Schema::empty())))
-                }
+        let watched = input
+            .map(move |batch| match (&converted, batch) {
+                (Some(schema), Ok(batch)) => convert_batch(&batch, schema),
+                (_, other) => other,
             })
-            .filter(|_| futures::future::ready(false)),
-        );
+            .inspect(move |_| status.output_starts())
+            .chain(
+                futures::stream::once({
+                    let status = Arc::clone(&self.status);
+                    async move {
+                        status.output_starts();
+                        Ok(RecordBatch::new_empty(Arc::new(Schema::empty())))
+                    }
+                })
+                .filter(|_| futures::future::ready(false)),
+            );
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, watched)))
     }
-}
-
-/// Whether Arrow's JSON writer refuses this type: a map whose keys are not strings.
-fn needs_entries(data_type: &DataType) -> bool {
-    match data_type {
-        DataType::Map(entries, _) => match entries.data_type() {
-            DataType::Struct(fields) => fields.first().is_some_and(|key| {
-                !matches!(
-                    key.data_type(),
-                    DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-                )
-            }),
-            _ => false,
-        },
-        _ => false,
-    }
-}
-
-/// `plan` with its map columns of non-string keys replaced by their entries (same names).
-fn entries_for_maps(plan: &LogicalPlan) -> Result<LogicalPlan> {
-    let schema = plan.schema();
-    if !schema.fields().iter().any(|f| needs_entries(f.data_type())) {
-        return Ok(plan.clone());
-    }
-    let columns: Vec<Expr> = schema
-        .iter()
-        .map(|(qualifier, field)| {
-            let column = Expr::Column(Column::from((qualifier, field)));
-            if needs_entries(field.data_type()) {
-                map_entries(column).alias(field.name())
-            } else {
-                column
-            }
-        })
-        .collect();
-    LogicalPlanBuilder::from(plan.clone()).project(columns)?.build()
 }
