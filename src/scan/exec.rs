@@ -140,12 +140,10 @@ impl PaimonScanExec {
         self.origin.as_ref()
     }
 
-    /// A fingerprint of what every output partition reads (its splits, files, key ranges and
-    /// deletion vectors): two plans with the same fingerprint produce the same rows per
-    /// partition. A codec checks it after rebuilding the node in another process.
+    /// See [`partition_fingerprint`].
     #[cfg(feature = "ballista")]
     pub(crate) fn layout_fingerprint(&self) -> u32 {
-        crc32fast::hash(format!("{:?}", self.partitions).as_bytes())
+        partition_fingerprint(&self.partitions)
     }
 
     fn split_summary(&self) -> String {
@@ -178,6 +176,14 @@ impl PaimonScanExec {
             .collect::<Vec<_>>()
             .join(", ")
     }
+}
+
+/// A fingerprint of what every output partition of a scan reads (its splits, files, key
+/// ranges and deletion vectors): two plans with the same fingerprint produce the same rows per
+/// partition. A codec checks it after rebuilding a scan node in another process.
+#[cfg(feature = "ballista")]
+pub(crate) fn partition_fingerprint<T: fmt::Debug>(partitions: &[Vec<T>]) -> u32 {
+    crc32fast::hash(format!("{partitions:?}").as_bytes())
 }
 
 /// Spreads splits over at most `n` partitions (always at least one), largest first onto the

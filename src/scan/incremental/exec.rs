@@ -18,6 +18,8 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Par
 use super::plan::ChangeSplit;
 use super::stream::changes_partition_stream;
 use super::IncrementalRange;
+#[cfg(feature = "ballista")]
+use crate::scan::exec::partition_fingerprint;
 use crate::scan::exec::{distribute, ReadView, ScanContext};
 use crate::scan::metrics::ScanMetrics;
 
@@ -78,12 +80,10 @@ impl PaimonIncrementalScanExec {
         self.origin.as_ref()
     }
 
-    /// A fingerprint of what every output partition reads (its splits, files, key ranges and
-    /// deletion vectors): two plans with the same fingerprint produce the same rows per
-    /// partition. A codec checks it after rebuilding the node in another process.
+    /// See [`partition_fingerprint`].
     #[cfg(feature = "ballista")]
     pub(crate) fn layout_fingerprint(&self) -> u32 {
-        crc32fast::hash(format!("{:?}", self.partitions).as_bytes())
+        partition_fingerprint(&self.partitions)
     }
 
     fn split_summary(&self) -> String {
