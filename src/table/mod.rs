@@ -7,6 +7,7 @@ mod provider;
 #[cfg(feature = "ballista")]
 mod recipe;
 mod time_travel;
+mod writes;
 
 pub(crate) use crate::scan::ReadView;
 pub(crate) use open::open_table;

@@ -15,7 +15,6 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::datasource::sink::DataSinkExec;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::physical_expr::expressions::{CastExpr, Column};
-use datafusion::physical_plan::filter::FilterExec;
 use datafusion::physical_plan::projection::ProjectionExec;
 
 use crate::changelog::{resolve_changelog_range, ChangelogNormalizeExec, CHANGELOG_SNAPSHOT_ID};
@@ -27,9 +26,10 @@ use crate::scan::{
     PaimonScanExec, PlanRequest, ReadLayout, ReadView, ScanContext, StatsPruning,
 };
 use crate::spec::{MergeEngine, Snapshot, TableOptions, TableSchema};
-use crate::write::{AppendDmlExec, PaimonSink, WriteKind};
+use crate::write::WriteKind;
 
 use super::origin::{ScanKind, ScanOrigin};
+use super::writes::partition_equalities;
 
 /// A table (or its `$audit_log` / `$binlog` view) pinned to one snapshot, or reading the
 /// changes between two snapshots (`incremental-between*` read options).
@@ -200,216 +200,6 @@ impl PaimonTable {
     }
 }
 
-impl PaimonTable {
-    /// Row-level DELETE (`assignments` = None) or UPDATE of an append table: deletion
-    /// vectors or copy-on-write (`write::AppendDmlExec`).
-    async fn append_dml(
-        &self,
-        state: &dyn Session,
-        filters: &[Expr],
-        assignments: Option<Vec<(String, Expr)>>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        if self.view != ReadView::Table || self.read_optimized {
-            return plan_err!("Cannot write to system table {}", self.name);
-        }
-        let schema = self.meta.latest_schema().await?;
-        let options = TableOptions::parse(&schema.options)?;
-        let arrow_schema = schema.arrow_schema();
-        let df_schema = DFSchema::try_from(arrow_schema.as_ref().clone())?;
-        let predicate = match conjunction(filters.to_vec()) {
-            Some(expr) => state.create_physical_expr(expr, &df_schema)?,
-            None => state.create_physical_expr(datafusion::logical_expr::lit(true), &df_schema)?,
-        };
-        let pruning = crate::scan::pruning_predicate(&schema, Some(&predicate));
-        let updates = match assignments {
-            None => None,
-            Some(assignments) => {
-                let bucket_keys: Vec<String> = schema
-                    .options
-                    .get("bucket-key")
-                    .map(|k| k.split(',').map(|c| c.trim().to_string()).collect())
-                    .unwrap_or_default();
-                let mut exprs: Vec<Arc<dyn datafusion::physical_expr::PhysicalExpr>> = Vec::new();
-                for (column, _) in &assignments {
-                    if schema.partition_keys.contains(column) || bucket_keys.contains(column) {
-                        return plan_err!(
-                            "Cannot update partition or bucket-key column '{column}' of table {}",
-                            self.name
-                        );
-                    }
-                }
-                for (i, field) in arrow_schema.fields().iter().enumerate() {
-                    exprs.push(match assignments.iter().find(|(c, _)| c == field.name()) {
-                        Some((_, e)) => {
-                            let physical = state.create_physical_expr(e.clone(), &df_schema)?;
-                            Arc::new(CastExpr::new(physical, field.data_type().clone(), None))
-                        }
-                        None => Arc::new(Column::new(field.name(), i)),
-                    });
-                }
-                Some(exprs)
-            }
-        };
-        Ok(Arc::new(AppendDmlExec::new(
-            self.name.clone(),
-            Arc::clone(&self.meta),
-            schema,
-            options,
-            predicate,
-            pruning,
-            updates,
-        )))
-    }
-
-    /// A sink for this table with its latest schema; refuses `$audit_log` and append tables
-    /// for row-level DML.
-    async fn sink(&self, kind: WriteKind) -> Result<Arc<PaimonSink>> {
-        if self.view != ReadView::Table || self.read_optimized {
-            return plan_err!("Cannot write to system table {}", self.name);
-        }
-        let schema = self.meta.latest_schema().await?;
-        if !schema.has_primary_key() && matches!(kind, WriteKind::Delete | WriteKind::Update) {
-            return not_impl_err!(
-                "Row-level DELETE and UPDATE on append table {} are not supported: it has no primary key",
-                self.name
-            );
-        }
-        check_row_level_dml(&self.name, &schema, &kind)?;
-        Ok(Arc::new(PaimonSink::try_new(
-            self.name.clone(),
-            Arc::clone(&self.meta),
-            schema,
-            kind,
-        )?))
-    }
-
-    /// `INSERT OVERWRITE t PARTITION (p = v, ...) <input>`: `input` yields every table column
-    /// in table order; the partition given by `spec` (all partition columns) is replaced.
-    pub async fn overwrite_partition(
-        &self,
-        input: Arc<dyn ExecutionPlan>,
-        spec: &[(String, datafusion::common::ScalarValue)],
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        let schema = self.meta.latest_schema().await?;
-        let mut values = Vec::with_capacity(schema.partition_keys.len());
-        for key in &schema.partition_keys {
-            let Some((_, v)) = spec.iter().find(|(k, _)| k == key) else {
-                return plan_err!(
-                    "INSERT OVERWRITE of table {} must give a value for partition column '{key}'",
-                    self.name
-                );
-            };
-            let target = schema
-                .field(key)
-                .map(|f| f.data_type.to_arrow())
-                .expect("partition keys are columns");
-            values.push(v.cast_to(&target)?);
-        }
-        if let Some((k, _)) = spec.iter().find(|(k, _)| !schema.partition_keys.contains(k)) {
-            return plan_err!("Column '{k}' is not a partition column of table {}", self.name);
-        }
-        let kind = WriteKind::Overwrite(OverwriteScope::Partitions(vec![values
-            .into_iter()
-            .map(Some)
-            .collect()]));
-        Ok(Arc::new(DataSinkExec::new(
-            input,
-            self.sink(kind).await? as _,
-            None,
-        )))
-    }
-
-    /// The merged rows matching `filters` (all rows when empty), in table-column order.
-    async fn matching_rows(&self, state: &dyn Session, filters: &[Expr]) -> Result<Arc<dyn ExecutionPlan>> {
-        let scan = self.batch_scan(state, None, filters, None).await?;
-        let Some(predicate) = conjunction(filters.to_vec()) else {
-            return Ok(scan);
-        };
-        let df_schema = DFSchema::try_from(self.arrow_schema.as_ref().clone())?;
-        let predicate = state.create_physical_expr(predicate, &df_schema)?;
-        Ok(Arc::new(FilterExec::try_new(predicate, scan)?))
-    }
-}
-
-/// Row-level DELETE needs an upsert-deletable engine, UPDATE deduplicate or partial-update
-/// (semantics.md §9, Java `PrimaryKeyTableUtils.validatePKUpsertDeletable`).
-fn check_row_level_dml(table: &str, schema: &crate::spec::TableSchema, kind: &WriteKind) -> Result<()> {
-    let option = |k: &str| {
-        schema
-            .options
-            .get(k)
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-    };
-    let engine = TableOptions::parse(&schema.options)?.merge_engine;
-    match kind {
-        WriteKind::Delete => {
-            let deletable = match engine {
-                MergeEngine::Deduplicate => true,
-                MergeEngine::PartialUpdate => {
-                    option("partial-update.remove-record-on-delete")
-                        || schema
-                            .options
-                            .contains_key("partial-update.remove-record-on-sequence-group")
-                }
-                MergeEngine::Aggregation => option("aggregation.remove-record-on-delete"),
-                MergeEngine::FirstRow => false,
-            };
-            if !deletable {
-                return plan_err!(
-                    "DELETE is not supported on table {table}: merge-engine '{}' cannot delete rows by key",
-                    engine.as_str()
-                );
-            }
-        }
-        WriteKind::Update if !matches!(engine, MergeEngine::Deduplicate | MergeEngine::PartialUpdate) => {
-            return plan_err!(
-                "UPDATE is not supported on table {table}: merge-engine '{}' only allows INSERT",
-                engine.as_str()
-            );
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-/// `p1 = v1 AND p2 = v2 ...` over partition columns only, as a partition spec.
-fn partition_equalities(
-    schema: &crate::spec::TableSchema,
-    filters: &[Expr],
-) -> Option<Vec<Option<datafusion::common::ScalarValue>>> {
-    use datafusion::logical_expr::{BinaryExpr, Operator};
-    if schema.partition_keys.is_empty() {
-        return None;
-    }
-    let mut spec: Vec<Option<datafusion::common::ScalarValue>> = vec![None; schema.partition_keys.len()];
-    let mut conjuncts = Vec::new();
-    for f in filters {
-        conjuncts.extend(
-            datafusion::logical_expr::utils::split_conjunction(f)
-                .into_iter()
-                .cloned(),
-        );
-    }
-    for c in conjuncts {
-        let Expr::BinaryExpr(BinaryExpr {
-            left,
-            op: Operator::Eq,
-            right,
-        }) = c
-        else {
-            return None;
-        };
-        let (column, value) = match (left.as_ref(), right.as_ref()) {
-            (Expr::Column(col), Expr::Literal(v, _)) | (Expr::Literal(v, _), Expr::Column(col)) => (col, v),
-            _ => return None,
-        };
-        let i = schema.partition_keys.iter().position(|k| k == &column.name)?;
-        let target = schema.field(&column.name)?.data_type.to_arrow();
-        spec[i] = Some(value.cast_to(&target).ok()?);
-    }
-    Some(spec)
-}
-
 #[async_trait]
 impl TableProvider for PaimonTable {
     fn schema(&self) -> SchemaRef {
@@ -519,7 +309,7 @@ impl TableProvider for PaimonTable {
 
 impl PaimonTable {
     /// Merge-on-read of the snapshot.
-    async fn batch_scan(
+    pub(super) async fn batch_scan(
         &self,
         state: &dyn Session,
         projection: Option<&Vec<usize>>,
