@@ -60,15 +60,10 @@ impl BucketFilter {
                 }
             }
             // Several conjuncts on one column: only values all of them allow.
-            let key = bucket_key
-                .iter()
-                .find(|k| *k == column)
-                .expect("checked above")
-                .as_str();
-            match allowed.get_mut(key) {
+            match allowed.get_mut(column) {
                 Some(previous) => previous.retain(|v| cast.contains(v)),
                 None => {
-                    allowed.insert(key, cast);
+                    allowed.insert(column, cast);
                 }
             }
         }
