@@ -9,7 +9,9 @@
 //! path; the copies keep their paths, so only the first iteration builds them (as only the
 //! first commit of a long-running writer would).
 //!
-//! `cargo bench --bench lookup_commit` (`LOOKUP_KEYS` / `LOOKUP_UPSERTS` change the sizes).
+//! `cargo bench --bench lookup_commit` (`LOOKUP_KEYS` / `LOOKUP_UPSERTS` / `LOOKUP_BUCKETS`
+//! change the sizes, `LOOKUP_CACHE` sets `lookup.cache-max-memory-size`; `LOOKUP_COLD=1` gives every copy a new path, so nothing cached by an
+//! earlier commit helps: the cost of a writer's first commit).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -47,7 +49,13 @@ struct Fresh {
 /// keep their names and paths, so lookup indexes cached by earlier commits stay valid, as
 /// they do for a long-running writer.
 fn fresh(rt: &Runtime, pristine: &Path, work: &Path, table: &str) -> Fresh {
-    let warehouse = work.join(table);
+    static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let warehouse = if env("LOOKUP_COLD", 0) == 1 {
+        let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        work.join(format!("{table}-{n}"))
+    } else {
+        work.join(table)
+    };
     let _ = std::fs::remove_dir_all(&warehouse);
     copy_dir(
         &pristine.join("bench.db").join(table),
@@ -96,11 +104,18 @@ fn bench(c: &mut Criterion) {
         for (table, producer) in [("none", "none"), ("lookup", "lookup")] {
             let spec = GeneratedTable {
                 num_keys: keys,
-                buckets: 4,
+                buckets: env("LOOKUP_BUCKETS", 4) as i32,
                 runs: 1,
                 update_fraction: 0.0,
                 seed: 7,
-                options: vec![("changelog-producer".into(), producer.into())],
+                options: [("changelog-producer".to_string(), producer.to_string())]
+                    .into_iter()
+                    .chain(
+                        std::env::var("LOOKUP_CACHE")
+                            .ok()
+                            .map(|size| ("lookup.cache-max-memory-size".to_string(), size)),
+                    )
+                    .collect(),
                 leveled: true,
             };
             write_generated_table(pristine.path(), "bench", table, &spec)

@@ -2,14 +2,16 @@
 //! are merged (or a lone file is moved up) into the output level, with the changelog the
 //! table's producer asks for.
 //!
-//! A unit is processed in memory: its files are read whole, records are grouped by key, the
-//! groups are reduced by the table's merge engine in one columnar call, and the data and
-//! changelog rows are gathered with `interleave`. Differences from Java's task: several
+//! A unit streams: its files are read in key-range chunks (`key_chunks`), the old values of a
+//! chunk's level-0 keys are looked up in the levels above (`lookup`), records are grouped by
+//! key, the groups are reduced by the table's merge engine in one columnar call, and the data
+//! and changelog rows are gathered with `interleave`. Differences from Java's task: several
 //! non-overlapping sections of a unit are rewritten together instead of upgrading large
 //! single-run files one by one (levels and record counters are size-dependent in Paimon
 //! anyway, §5.3); the changelog rows do not depend on it.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{AsArray, RecordBatch, UInt32Array};
@@ -24,9 +26,9 @@ use futures::{StreamExt, TryStreamExt};
 use super::changelog_rows::{with_kinds, RowEquality};
 use super::key_chunks::{ChunkSource, KeyChunks, Records};
 use super::levels::{Pick, Run};
-use super::lookup::{self, LookupFile};
+use super::lookup::{self, LookupContext, LookupFiles, LookupHits};
 use super::settings::{CompactSettings, Producer};
-use crate::deletion_vector::{DeletionVector, DeletionVectorIndex};
+use crate::deletion_vector::DeletionVectorIndex;
 use crate::io::{DataFileRows, RollingFileWriter};
 use crate::merge::{is_retract, MergeEngineSpec};
 use crate::meta::{PartitionBucket, TableMeta};
@@ -85,8 +87,6 @@ const CHUNK_ROWS: usize = 65_536;
 /// What every chunk of a unit is merged with.
 struct ChunkMerge<'a> {
     engine: &'a MergeEngineSpec,
-    converter: &'a RowConverter,
-    lookup_files: &'a [LookupSource],
     layout: &'a Arc<ReadLayout>,
     mode: ChangelogMode,
     drop_delete: bool,
@@ -101,27 +101,16 @@ struct ChunkMerge<'a> {
 struct MergedChunk {
     data: Option<RecordBatch>,
     changelog: Option<RecordBatch>,
-    /// `(index into the lookup files, row position)` of old rows replaced by this chunk.
-    deletions: Vec<(usize, usize)>,
+    /// `(lookup file, row position)` of old rows replaced by this chunk.
+    deletions: Vec<(usize, u64)>,
 }
 
-/// A higher-level file searched for old values, with its deletion vector at the compacted
-/// snapshot: a key whose row it masks is not in this file any more.
-struct LookupSource {
-    file: Arc<LookupFile>,
-    name: String,
-    deleted: Option<DeletionVector>,
-}
-
-impl LookupSource {
-    /// The live row (its position in the file) holding `key`.
-    fn live(&self, key: &[u8]) -> Option<usize> {
-        let row = self.file.get(key)?;
-        match &self.deleted {
-            Some(dv) if dv.positions().binary_search(&(row as u64)).is_ok() => None,
-            _ => Some(row),
-        }
-    }
+/// A chunk's records in key order, grouped by key.
+struct KeyGroups {
+    /// Row numbers of the chunk, sorted by key.
+    order: Vec<u32>,
+    /// One range of `order` per key.
+    groups: Vec<Range<usize>>,
 }
 
 /// How one key's output row and changelog are formed, as `(source, row)` indices into the
@@ -217,17 +206,6 @@ impl BucketCompaction<'_> {
             .boxed())
     }
 
-    /// Reads a whole data file in the full layout, deleted rows included: row i is the file's
-    /// position i.
-    async fn read_all_rows(&self, entry: &ManifestEntry, layout: &Arc<ReadLayout>) -> Result<RecordBatch> {
-        let batches: Vec<RecordBatch> = self
-            .file_stream(entry, layout, false)
-            .await?
-            .try_collect()
-            .await?;
-        Ok(concat_batches(&layout.schema, &batches)?)
-    }
-
     /// Runs the unit `pick` over `runs` (the bucket's runs, newest first).
     pub(crate) async fn run(&self, runs: &[Run], pick: Pick) -> Result<UnitResult> {
         let unit: Vec<&ManifestEntry> = runs[..pick.runs]
@@ -318,11 +296,13 @@ impl BucketCompaction<'_> {
                 .map(|&c| SortField::new(layout.schema.field(c).data_type().clone()))
                 .collect(),
         )?;
-        let lookup_files = if mode == ChangelogMode::Lookup {
-            self.lookup_files(unit, output_level, &converter, &key_columns, &layout)
-                .await?
+        let mut lookup_files = if mode == ChangelogMode::Lookup {
+            Some(
+                self.lookup_files(unit, output_level, &converter, &key_columns, &layout)
+                    .await?,
+            )
         } else {
-            vec![]
+            None
         };
         let mut sources = Vec::with_capacity(unit.len());
         for entry in unit {
@@ -346,8 +326,6 @@ impl BucketCompaction<'_> {
         );
         let merge = ChunkMerge {
             engine: &engine,
-            converter: &converter,
-            lookup_files: &lookup_files,
             layout: &layout,
             mode,
             drop_delete,
@@ -373,12 +351,30 @@ impl BucketCompaction<'_> {
         );
         let mut deleted_rows: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         while let Some(records) = chunks.next().await? {
-            let merged = self.merge_chunk(&records, &merge)?;
-            for (file, row) in merged.deletions {
-                deleted_rows
-                    .entry(lookup_files[file].name.clone())
-                    .or_default()
-                    .push(row as u64);
+            let groups = group_by_key(&records.batch, &converter, &key_columns)?;
+            let hits = match lookup_files.as_mut() {
+                Some(files) => {
+                    let wanted = UInt32Array::from(self.lookup_requests(&records, &groups));
+                    if wanted.is_empty() {
+                        LookupHits::none(&layout)
+                    } else {
+                        let keys = key_columns
+                            .iter()
+                            .map(|&c| arrow::compute::take(records.batch.column(c), &wanted, None))
+                            .collect::<std::result::Result<Vec<_>, _>>()?;
+                        files.find(&keys).await?
+                    }
+                }
+                None => LookupHits::none(&layout),
+            };
+            let merged = self.merge_chunk(&records, &groups, &hits, &merge)?;
+            if let Some(files) = &lookup_files {
+                for (file, row) in merged.deletions {
+                    deleted_rows
+                        .entry(files.file_name(file).to_string())
+                        .or_default()
+                        .push(row);
+                }
             }
             if let Some(rows) = merged.data {
                 data.write(&self.file_rows(&rows)?).await?;
@@ -388,6 +384,7 @@ impl BucketCompaction<'_> {
             }
         }
         drop(chunks);
+        drop(lookup_files);
         Ok(UnitResult {
             before: unit.iter().map(|e| (*e).clone()).collect(),
             after: self.entries(data.finish().await?),
@@ -397,47 +394,53 @@ impl BucketCompaction<'_> {
     }
 
     /// Merges one key-range chunk: its data rows (output level) and changelog rows.
-    fn merge_chunk(&self, records: &Records, merge: &ChunkMerge<'_>) -> Result<MergedChunk> {
-        let (engine, converter, lookup_files, layout) =
-            (merge.engine, merge.converter, merge.lookup_files, merge.layout);
-        let (mode, drop_delete, write_data) = (merge.mode, merge.drop_delete, merge.write_data);
-        let key_columns = self.key_columns()?;
-        let (seq_column, kind_column) = (layout.seq_index(), layout.kind_index());
-        let keys = converter.convert_columns(
-            &key_columns
-                .iter()
-                .map(|&c| Arc::clone(records.batch.column(c)))
-                .collect::<Vec<_>>(),
-        )?;
-        let mut order: Vec<u32> = (0..records.batch.num_rows() as u32).collect();
-        order.sort_by(|&a, &b| keys.row(a as usize).cmp(&keys.row(b as usize)));
+    /// The first record of each key of `groups` whose old value must be looked up (records
+    /// at level 0 only), in key order.
+    fn lookup_requests(&self, records: &Records, groups: &KeyGroups) -> Vec<u32> {
+        groups
+            .groups
+            .iter()
+            .map(|g| &groups.order[g.clone()])
+            .filter(|rows| needs_lookup(records, rows))
+            .map(|rows| rows[0])
+            .collect()
+    }
 
-        // Looked-up before-images are appended to the input records as extra rows:
-        // `(index into lookup_files, row)`.
-        let mut extra: Vec<(usize, usize)> = Vec::new();
-        let mut deletions: Vec<(usize, usize)> = Vec::new();
+    /// Merges one key-range chunk: its data rows (output level) and changelog rows. `hits`
+    /// holds the old values of [`Self::lookup_requests`] (lookup mode).
+    fn merge_chunk(
+        &self,
+        records: &Records,
+        groups: &KeyGroups,
+        hits: &LookupHits,
+        merge: &ChunkMerge<'_>,
+    ) -> Result<MergedChunk> {
+        let (engine, layout) = (merge.engine, merge.layout);
+        let (mode, drop_delete, write_data) = (merge.mode, merge.drop_delete, merge.write_data);
+        let (seq_column, kind_column) = (layout.seq_index(), layout.kind_index());
+
+        // Looked-up before-images follow the input records as extra rows.
         let input_rows = records.batch.num_rows();
-        let kinds = records
-            .batch
+        let combined = if hits.rows.num_rows() == 0 {
+            records.batch.clone()
+        } else {
+            concat_batches(&layout.schema, [&records.batch, &hits.rows])?
+        };
+        let kinds = combined
             .column(kind_column)
             .as_primitive::<Int8Type>()
             .values()
             .clone();
+        let mut deletions: Vec<(usize, u64)> = Vec::new();
+        let mut next_request = 0;
         let first_row = self.settings.engine == MergeEngine::FirstRow;
 
         // Per key: the group to reduce (if any) and what the key emits.
         let mut members: Vec<u32> = Vec::new();
         let mut offsets: Vec<usize> = vec![0];
         let mut plans: Vec<KeyPlan> = Vec::new();
-        let mut start = 0;
-        while start < order.len() {
-            let key = keys.row(order[start] as usize);
-            let mut end = start + 1;
-            while end < order.len() && keys.row(order[end] as usize) == key {
-                end += 1;
-            }
-            let group: Vec<usize> = order[start..end].iter().map(|&r| r as usize).collect();
-            start = end;
+        for range in &groups.groups {
+            let group: Vec<usize> = groups.order[range.clone()].iter().map(|&r| r as usize).collect();
             let mut reduce = |rows: &mut dyn Iterator<Item = usize>| {
                 members.extend(rows.map(|r| r as u32));
                 offsets.push(members.len());
@@ -494,17 +497,14 @@ impl BucketCompaction<'_> {
             let (before, looked_up) = match high {
                 Some(row) => (Some(row), false),
                 None => {
-                    let hit = lookup_files
-                        .iter()
-                        .enumerate()
-                        .find_map(|(i, f)| f.live(key.as_ref()).map(|r| (i, r)));
-                    match hit {
-                        Some(found) => {
+                    let request = next_request;
+                    next_request += 1;
+                    match hits.found.get(request).copied().flatten() {
+                        Some(row) => {
                             if merge.mark_deletions {
-                                deletions.push(found);
+                                deletions.push(hits.origin[row]);
                             }
-                            extra.push(found);
-                            (Some(input_rows + extra.len() - 1), true)
+                            (Some(input_rows + row), true)
                         }
                         None => (None, false),
                     }
@@ -540,30 +540,15 @@ impl BucketCompaction<'_> {
             // after = merge of the high-level record and the level-0 records, always through
             // the merge function (no single-record pass-through, §2.0)
             let output = reduce(&mut before.into_iter().chain(level0.iter().copied()));
-            let before_kind = |b: usize| {
-                if b < input_rows {
-                    kinds[b]
-                } else {
-                    let (file, row) = extra[b - input_rows];
-                    kind_of(&lookup_files[file].file.batch, kind_column, row)
-                }
-            };
             plans.push(KeyPlan {
                 output: Some(output),
-                before: before.filter(|&b| !is_retract(before_kind(b))).map(|b| (0, b)),
+                before: before.filter(|&b| !is_retract(kinds[b])).map(|b| (0, b)),
                 emits: true,
                 fixed: vec![],
             });
         }
 
-        // The inputs plus the looked-up rows, and the reduced groups.
-        let combined = if extra.is_empty() {
-            records.batch.clone()
-        } else {
-            let lookup_batches: Vec<&RecordBatch> = lookup_files.iter().map(|f| &f.file.batch).collect();
-            let looked_up = interleave_record_batch(&lookup_batches, &extra)?;
-            concat_batches(&layout.schema, [&records.batch, &looked_up])?
-        };
+        // The reduced groups.
         let reduced = if members.is_empty() {
             combined.slice(0, 0)
         } else {
@@ -575,14 +560,9 @@ impl BucketCompaction<'_> {
             .as_primitive::<Int8Type>()
             .values()
             .clone();
-        let combined_kinds = combined
-            .column(kind_column)
-            .as_primitive::<Int8Type>()
-            .values()
-            .clone();
         let kind_at = |(source, row): (usize, usize)| {
             if source == 0 {
-                combined_kinds[row]
+                kinds[row]
             } else {
                 reduced_kinds[row]
             }
@@ -646,58 +626,40 @@ impl BucketCompaction<'_> {
         })
     }
 
-    /// The files a lookup searches, nearest level first: levels above `output_level` outside
-    /// the unit, as cached indexes.
-    async fn lookup_files(
-        &self,
+    /// The files a lookup searches: levels above `output_level` outside the unit.
+    async fn lookup_files<'a>(
+        &'a self,
         unit: &[&ManifestEntry],
         output_level: i32,
-        converter: &RowConverter,
-        key_columns: &[usize],
-        layout: &Arc<ReadLayout>,
-    ) -> Result<Vec<LookupSource>> {
-        let mut candidates: Vec<&ManifestEntry> = self
+        converter: &'a RowConverter,
+        key_columns: &'a [usize],
+        layout: &'a Arc<ReadLayout>,
+    ) -> Result<LookupFiles<'a>> {
+        let candidates: Vec<&ManifestEntry> = self
             .files
             .iter()
             .filter(|e| e.file.level > output_level)
             .filter(|e| !unit.iter().any(|u| u.file.file_name == e.file.file_name))
             .collect();
-        candidates.sort_by_key(|e| e.file.level);
-        let max_bytes = self
+        let cache_bytes = self
             .schema
             .options
             .get("lookup.cache-max-memory-size")
             .and_then(|v| crate::spec::parse_memory_size(v))
             .unwrap_or(lookup::DEFAULT_CACHE_BYTES);
-        let mut files = Vec::with_capacity(candidates.len());
-        for entry in candidates {
-            let path = self
-                .meta
-                .io()
-                .path(&format!("{}/{}", self.dir, entry.file.file_name))
-                .to_string();
-            // Indexed with every row (positions are file positions; the cache outlives
-            // deletion vectors), masked by the file's current vector at lookup.
-            let file = match lookup::cached(&path) {
-                Some(file) => file,
-                None => {
-                    let batch = self.read_all_rows(entry, layout).await?;
-                    let file = Arc::new(LookupFile::build(batch, converter, key_columns)?);
-                    lookup::insert(path, Arc::clone(&file), max_bytes);
-                    file
-                }
-            };
-            let deleted = match self.deletion_vectors.get(&entry.file.file_name) {
-                Some(dv) => Some(dv.load(self.meta.io().store()).await?),
-                None => None,
-            };
-            files.push(LookupSource {
-                file,
-                name: entry.file.file_name.clone(),
-                deleted,
-            });
-        }
-        Ok(files)
+        // the layout's table columns are the schema's fields, in order
+        let first_key = self.schema.fields[key_columns[0]].id;
+        let ctx = LookupContext::new(
+            self.meta.io().store(),
+            layout,
+            key_columns,
+            converter,
+            first_key,
+            self.batch_size,
+            cache_bytes,
+            self.progress,
+        )?;
+        LookupFiles::new(ctx, self.meta, &self.dir, candidates, self.deletion_vectors).await
     }
 
     /// Splits full-layout rows into table values and the KeyValue columns.
@@ -740,13 +702,36 @@ impl BucketCompaction<'_> {
     }
 }
 
+/// Sorts a chunk's rows by key and groups them.
+fn group_by_key(batch: &RecordBatch, converter: &RowConverter, key_columns: &[usize]) -> Result<KeyGroups> {
+    let columns: Vec<_> = key_columns.iter().map(|&c| Arc::clone(batch.column(c))).collect();
+    let keys = converter.convert_columns(&columns)?;
+    let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
+    order.sort_by(|&a, &b| keys.row(a as usize).cmp(&keys.row(b as usize)));
+    let mut groups = Vec::new();
+    let mut start = 0;
+    while start < order.len() {
+        let key = keys.row(order[start] as usize);
+        let mut end = start + 1;
+        while end < order.len() && keys.row(order[end] as usize) == key {
+            end += 1;
+        }
+        groups.push(start..end);
+        start = end;
+    }
+    Ok(KeyGroups { order, groups })
+}
+
+/// Whether a key's records (`rows` of the chunk) need its old value looked up in the levels
+/// above the output: it has level-0 records and no higher-level record in the unit.
+fn needs_lookup(records: &Records, rows: &[u32]) -> bool {
+    let levels = rows.iter().map(|&r| records.levels[r as usize]);
+    levels.clone().any(|l| l == 0) && levels.clone().all(|l| l == 0)
+}
+
 fn seq_of(batch: &RecordBatch, seq_column: usize, row: usize) -> i64 {
     batch
         .column(seq_column)
         .as_primitive::<arrow::datatypes::Int64Type>()
         .value(row)
-}
-
-fn kind_of(batch: &RecordBatch, kind_column: usize, row: usize) -> i8 {
-    batch.column(kind_column).as_primitive::<Int8Type>().value(row)
 }

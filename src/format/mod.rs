@@ -20,6 +20,8 @@ mod avro;
 mod orc;
 mod parquet;
 
+pub(crate) use parquet::intersect_ranges;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -5,6 +5,7 @@
 //! columns read as NULL and dropped columns are ignored (format.md §6.6).
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
@@ -74,6 +75,9 @@ pub(crate) struct FileToRead {
     pub(crate) pruning: Option<Arc<StatsPruning>>,
     /// Only keys in this range are returned (one partition of a bucket).
     pub(crate) key_range: Option<Arc<KeyRange>>,
+    /// Only these rows, by position (ascending ranges). Honoured exactly by Parquet only: a
+    /// caller that needs exactly these rows checks the format first.
+    pub(crate) rows: Option<Arc<[Range<usize>]>>,
 }
 
 impl FileToRead {
@@ -86,6 +90,7 @@ impl FileToRead {
             deletion,
             pruning: None,
             key_range: None,
+            rows: None,
         }
     }
 }
@@ -113,10 +118,10 @@ pub(crate) async fn read_file(
         })?),
         None => None,
     };
-    let narrowed = file.pruning.is_some() || file.key_range.is_some();
+    let narrowed = file.pruning.is_some() || file.key_range.is_some() || file.rows.is_some();
     let opened = crate::format::open(store, &file.path, file.size, narrowed).await?;
     let file_arrow = Arc::clone(opened.schema());
-    let rows_needed = match opened.parquet_metadata() {
+    let pruned = match opened.parquet_metadata() {
         Some(metadata) if narrowed => wanted_rows(
             metadata,
             &file_arrow,
@@ -125,6 +130,11 @@ pub(crate) async fn read_file(
             file.key_range.as_deref(),
         ),
         _ => None,
+    };
+    let rows_needed = match (pruned, &file.rows) {
+        (Some(pruned), Some(rows)) => Some(crate::format::intersect_ranges(&pruned, rows)),
+        (None, Some(rows)) => Some(rows.to_vec()),
+        (pruned, None) => pruned,
     };
     let by_id: HashMap<i32, &DataField> = file_schema.fields.iter().map(|f| (f.id, f)).collect();
 

@@ -22,6 +22,6 @@ pub(crate) use parallel::{spread_diffs_over_partitions, spread_over_partitions};
 pub(crate) use plan::{
     load_file_schemas, lookup_read, plan_scan, prune_files, pruning_predicate, PlanRequest,
 };
-pub(crate) use row_selection::StatsPruning;
+pub(crate) use row_selection::{file_key_units, StatsPruning};
 #[allow(unused_imports)]
 pub(crate) use split::{Split, SplitFile};

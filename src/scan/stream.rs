@@ -116,6 +116,7 @@ pub(crate) fn run_stream(
                     deletion: f.deletion.clone(),
                     pruning: ctx.pruning.clone(),
                     key_range,
+                    rows: None,
                 };
                 let batches = read_file(store, file, schema, Arc::clone(&ctx.layout), batch_size).await?;
                 let batches = RecordBatchStreamAdapter::new(Arc::clone(&ctx.layout.schema), batches);

@@ -18,6 +18,7 @@ mod errors;
 mod fixtures;
 mod incremental;
 mod long_history;
+mod lookup_levels;
 mod metrics;
 mod object_store_s3;
 mod tailing;
