@@ -1,8 +1,9 @@
 //! Lookup compaction over multi-page data files (semantics.md §6.3, §10): a level-0 commit
 //! looks up the old value of every key in the levels above. A file too big for the lookup cache
 //! (`lookup.cache-max-memory-size`) is searched by a sorted merge over the pages that may hold
-//! the keys; one that fits is decoded whole and cached. Both must give the changelog and the
-//! data the spec gives, with and without deletion vectors.
+//! the keys; one that fits is searched by sorted merge the first time (the DELETE's lookup) and
+//! decoded whole into the cache the second time (the upsert's). Both must give the changelog
+//! and the data the spec gives, with and without deletion vectors.
 //!
 //! The table: even keys 0..100,000 (50,000 rows, several pages per column), then a DELETE of
 //! the keys ending in 4, then an INSERT of every multiple of 3 below 100,000 with new values.

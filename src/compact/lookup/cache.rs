@@ -4,7 +4,7 @@
 //! decodes a file once. The cache is bounded by `lookup.cache-max-memory-size` (Paimon's
 //! default: 256 MiB); the oldest files are evicted first.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow::array::RecordBatch;
@@ -66,10 +66,16 @@ impl LookupFile {
     }
 }
 
+/// How many paths [`searched_before`] remembers.
+const SEARCHED_PATHS: usize = 16_384;
+
 struct Cache {
     files: HashMap<String, Arc<LookupFile>>,
     order: VecDeque<String>,
     bytes: usize,
+    /// Files searched without being cached, oldest first (bounded by `SEARCHED_PATHS`).
+    searched: HashSet<String>,
+    searched_order: VecDeque<String>,
 }
 
 fn cache() -> &'static Mutex<Cache> {
@@ -79,6 +85,8 @@ fn cache() -> &'static Mutex<Cache> {
             files: HashMap::new(),
             order: VecDeque::new(),
             bytes: 0,
+            searched: HashSet::new(),
+            searched_order: VecDeque::new(),
         })
     })
 }
@@ -110,4 +118,22 @@ pub(crate) fn insert(path: String, file: Arc<LookupFile>, max_bytes: usize) {
             cache.bytes -= evicted.bytes;
         }
     }
+}
+
+/// Whether `path` was searched before in this process (and remembers that it now was). A
+/// file is decoded whole for the cache only when it is searched a second time: a one-off
+/// lookup (a fresh process, a file about to be compacted away) reads only what it needs.
+pub(crate) fn searched_before(path: &str) -> bool {
+    let mut cache = cache().lock().expect("lookup cache lock");
+    if cache.searched.contains(path) {
+        return true;
+    }
+    cache.searched.insert(path.to_string());
+    cache.searched_order.push_back(path.to_string());
+    while cache.searched_order.len() > SEARCHED_PATHS {
+        if let Some(oldest) = cache.searched_order.pop_front() {
+            cache.searched.remove(&oldest);
+        }
+    }
+    false
 }

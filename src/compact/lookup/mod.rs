@@ -3,12 +3,13 @@
 //! higher-level record in the unit, the newest live record in the levels above the output.
 //!
 //! The files are searched nearest level first, each only for the keys still missing that lie
-//! in its key range (from its manifest entry). A file small enough for the lookup cache
-//! (`lookup.cache-max-memory-size`) is decoded whole once and kept ([`cache`]), so a
-//! long-running writer's later commits search it in memory. A bigger Parquet file is searched
-//! by a sorted merge ([`sorted`]): the wanted keys arrive sorted and the file is sorted, so
-//! only the pages that may hold one are read and only the rows found are kept; the lookup's
-//! memory follows the keys asked for, not the size of the levels.
+//! in its key range (from its manifest entry). A Parquet file is searched by a sorted merge
+//! ([`sorted`]): the wanted keys arrive sorted and the file is sorted, so only the pages that
+//! may hold one are read and only the rows found are kept; the lookup's memory follows the
+//! keys asked for, not the size of the levels. A file searched again by a later commit of the
+//! same process (a long-running writer) is decoded whole once and kept in the lookup cache
+//! ([`cache`], `lookup.cache-max-memory-size`) if it fits, and searched in memory from then
+//! on; so are ORC and Avro files, which are decoded whole anyway.
 
 mod cache;
 mod sorted;
@@ -277,8 +278,9 @@ impl Source {
         }
     }
 
-    /// A cached file as it is; a Parquet file too big for the cache by sorted merge; any
-    /// other file decoded whole and cached.
+    /// A cached file as it is. A Parquet file by sorted merge, unless it was searched before
+    /// in this process and fits in the cache: then, as any other file, it is decoded whole and
+    /// cached for the commits to come.
     async fn open(&self, ctx: &LookupContext<'_>) -> Result<Reader> {
         let cache_key = self.path.to_string();
         if let Some(file) = cache::cached(&cache_key) {
@@ -288,7 +290,8 @@ impl Source {
             let file =
                 SortedFile::open(ctx, self.path.clone(), self.size, Arc::clone(&self.file_schema)).await?;
             // a file that would take more than half the cache would evict everything else
-            if file.decoded_size() > ctx.cache_bytes / 2 {
+            let fits = file.decoded_size() <= ctx.cache_bytes / 2;
+            if !(cache::searched_before(&cache_key) && fits) {
                 return Ok(Reader::Sorted(file));
             }
         }
