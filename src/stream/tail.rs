@@ -125,7 +125,12 @@ impl Tail {
                 &self.task,
             )?);
         }
-        let earliest = meta.earliest_snapshot_id().await?;
+        // Changes outlive their snapshot where the table keeps long-lived changelogs.
+        let earliest = if self.table.has_changelog_producer() {
+            meta.earliest_changes_id().await?
+        } else {
+            meta.earliest_snapshot_id().await?
+        };
         let latest = match self.options.latest_at_plan {
             Some(id) => id,
             None => meta.latest_snapshot_id().await?.unwrap_or(0),
@@ -203,8 +208,8 @@ impl Tail {
             tokio::time::sleep(Duration::from_millis(self.options.discovery_interval_ms)).await;
             return Ok(());
         }
-        // Fails naming the snapshot if it expired before it was read.
-        snapshot_of(&self.table, self.next).await?;
+        // Fails naming the snapshot if its changes expired before they were read.
+        changes_of(&self.table, self.next).await?;
         let id = self.next;
         let range = IncrementalRange {
             start: id - 1,
@@ -248,6 +253,30 @@ async fn snapshot_of(table: &PaimonTable, id: i64) -> Result<crate::spec::Snapsh
                 match earliest {
                     Some(e) if id < e => format!("has expired (the earliest snapshot is {e})"),
                     _ => "does not exist".to_string(),
+                }
+            )
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The snapshot whose changes are read next: for a table with a changelog producer, an expired
+/// snapshot's long-lived changelog (`changelog.num-retained.*`) serves as well.
+async fn changes_of(table: &PaimonTable, id: i64) -> Result<crate::spec::Snapshot> {
+    if !table.has_changelog_producer() {
+        return snapshot_of(table, id).await;
+    }
+    let meta = table.meta();
+    match meta.snapshot_or_changelog(id).await {
+        Ok(s) => Ok(s),
+        Err(crate::Error::NotFound { .. }) => {
+            let earliest = meta.earliest_changes_id().await?;
+            exec_err!(
+                "Stream of {} needs the changes of snapshot {id}, which {}",
+                table.name(),
+                match earliest {
+                    Some(e) if id < e => format!("have expired (the earliest changes are of snapshot {e})"),
+                    _ => "do not exist".to_string(),
                 }
             )
         }

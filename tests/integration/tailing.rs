@@ -174,6 +174,50 @@ async fn a_lookup_table_streams_its_changelog_files() {
     assert_eq!(got, vec![change("+U", 1, "b", 4), change("-U", 1, "a", 4)]);
 }
 
+/// Snapshots expire while their changelogs live on (`changelog.num-retained.max` above
+/// `snapshot.num-retained.max`): a stream from snapshot 1 reads every change through the
+/// long-lived changelogs, and one asking for changes that expired too starts at the earliest
+/// changes kept, as Paimon's streaming scan does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_reads_changes_of_expired_snapshots_from_long_lived_changelogs() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(&dir).await;
+    run_sql(
+        &s,
+        "CREATE TABLE s.t (k INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1', \
+         'changelog-producer' = 'input', 'snapshot.num-retained.min' = '1', 'snapshot.num-retained.max' = '2', \
+         'changelog.num-retained.max' = '4', 'num-sorted-run.compaction-trigger' = '100')",
+    )
+    .await
+    .unwrap();
+    for (k, v) in [(1, "a"), (2, "b"), (1, "c"), (3, "d"), (2, "e")] {
+        run_sql(&s, &format!("INSERT INTO s.t VALUES ({k}, '{v}')"))
+            .await
+            .unwrap();
+    }
+    // snapshots 4 and 5 are kept; the changes of 2..5 are kept (4 changelogs)
+    let earliest = run_sql(&s, "SELECT min(snapshot_id) FROM s.\"t$snapshots\"")
+        .await
+        .unwrap();
+    assert_eq!(earliest[0].column(0).as_primitive::<Int64Type>().value(0), 4);
+
+    // The input producer keeps the written rows as they came.
+    let mut changes = stream(&s, ", 'scan.mode=from-snapshot', 'scan.snapshot-id=2'").await;
+    let got = take(&mut changes, 4).await;
+    assert_eq!(
+        got,
+        vec![
+            change("+I", 2, "b", 2),
+            change("+I", 1, "c", 3),
+            change("+I", 3, "d", 4),
+            change("+I", 2, "e", 5),
+        ]
+    );
+    // Snapshot 1's changes are gone too: the stream starts at the earliest changes kept.
+    let mut changes = stream(&s, ", 'scan.mode=from-snapshot', 'scan.snapshot-id=1'").await;
+    assert_eq!(take(&mut changes, 1).await, vec![change("+I", 2, "b", 2)]);
+}
+
 /// Both table functions also work when the statement is planned on a plain `SessionContext`
 /// (nobody prepared the call), on a multi-threaded runtime.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
