@@ -19,8 +19,10 @@
 mod avro;
 mod orc;
 mod parquet;
+mod value_filter;
 
 pub(crate) use parquet::intersect_ranges;
+pub(crate) use value_filter::{FileValueFilter, ValueFilter};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -303,18 +305,20 @@ impl OpenedFile {
 
     /// The rows of the file except those `deleted` marks, with only `columns` (names of
     /// [`Self::schema`]; unknown names are skipped), in batches of at most `batch_size` rows.
-    /// `wanted` narrows the rows by position (ascending ranges): Parquet skips the others; ORC
-    /// and Avro, read whole, may return them anyway, so it is a hint, not a filter.
+    /// `wanted` narrows the rows by position (ascending ranges) and `filter` by value: Parquet
+    /// skips the others; ORC and Avro, read whole, may return them anyway, so both are hints,
+    /// not filters.
     pub(crate) fn read(
         self,
         columns: &[String],
         deleted: Option<&DeletionVector>,
         wanted: Option<&[std::ops::Range<usize>]>,
+        filter: Option<FileValueFilter>,
         batch_size: usize,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let deleted = deleted.filter(|dv| !dv.is_empty());
         match self.inner {
-            Opened::Parquet(p) => p.read(columns, deleted, wanted, batch_size),
+            Opened::Parquet(p) => p.read(columns, deleted, wanted, filter, batch_size),
             Opened::Orc(o) => o.read(columns, deleted, batch_size),
             Opened::Avro(a) => a.read(columns, deleted, batch_size),
         }

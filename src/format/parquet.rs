@@ -11,7 +11,7 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::ObjectStore;
-use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection};
+use parquet::arrow::arrow_reader::{ArrowPredicateFn, ArrowReaderOptions, RowFilter, RowSelection};
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnWriter, ArrowRowGroupWriterFactory};
 #[allow(
     deprecated,
@@ -26,7 +26,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 
-use super::{FileFormat, WriteFormat};
+use super::{FileFormat, FileValueFilter, WriteFormat};
 use crate::deletion_vector::DeletionVector;
 
 /// `file.compression` values this format writes.
@@ -232,13 +232,15 @@ impl Opened {
         self.builder.metadata()
     }
 
-    /// Reads `columns` of the rows in `wanted` (all rows if `None`) that `deleted` keeps.
+    /// Reads `columns` of the rows in `wanted` (all rows if `None`) that `deleted` keeps and
+    /// `filter` passes (its columns decoded first, the others only for the rows that pass).
     /// Row groups none of whose rows are wanted are never fetched.
     pub(super) fn read(
         self,
         columns: &[String],
         deleted: Option<&DeletionVector>,
         wanted: Option<&[Range<usize>]>,
+        filter: Option<FileValueFilter>,
         batch_size: usize,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let Opened { builder, path } = self;
@@ -258,6 +260,15 @@ impl Opened {
         let builder = match kept {
             Some(kept) => {
                 builder.with_row_selection(RowSelection::from_consecutive_ranges(kept.into_iter(), rows))
+            }
+            None => builder,
+        };
+        let builder = match filter {
+            Some(filter) => {
+                let mask =
+                    ProjectionMask::roots(builder.parquet_schema(), filter.file_columns().iter().copied());
+                let predicate = ArrowPredicateFn::new(mask, move |batch| filter.evaluate(&batch));
+                builder.with_row_filter(RowFilter::new(vec![Box::new(predicate)]))
             }
             None => builder,
         };

@@ -77,6 +77,9 @@ pub(crate) struct ScanContext {
     /// Row groups and pages of Parquet files that the pushed-down predicate rules out are
     /// skipped (`row_selection`).
     pub(crate) pruning: Option<Arc<StatsPruning>>,
+    /// The pushed-down predicate, evaluated in the Parquet reader of files read without a
+    /// merge (plain table reads only).
+    pub(crate) value_filter: Option<Arc<crate::format::ValueFilter>>,
 }
 
 /// Merge-on-read scan of a Paimon table snapshot.

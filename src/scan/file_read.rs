@@ -18,6 +18,7 @@ use object_store::ObjectStore;
 
 use super::row_selection::{wanted_rows, KeyRange, StatsPruning};
 use crate::deletion_vector::DvRef;
+use crate::format::ValueFilter;
 use crate::spec::{DataField, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
 
 /// What to read from every file of a scan: value columns by field id, plus the system columns
@@ -78,6 +79,9 @@ pub(crate) struct FileToRead {
     /// Only these rows, by position (ascending ranges). Honoured exactly by Parquet only: a
     /// caller that needs exactly these rows checks the format first.
     pub(crate) rows: Option<Arc<[Range<usize>]>>,
+    /// Rows failing this filter may be skipped (Parquet); only for files read without a
+    /// merge, see [`ValueFilter`].
+    pub(crate) value_filter: Option<Arc<ValueFilter>>,
 }
 
 impl FileToRead {
@@ -91,6 +95,7 @@ impl FileToRead {
             pruning: None,
             key_range: None,
             rows: None,
+            value_filter: None,
         }
     }
 }
@@ -171,7 +176,17 @@ pub(crate) async fn read_file(
             }
         }
     }
-    let stream = opened.read(&wanted, deleted.as_ref(), rows_needed.as_deref(), batch_size)?;
+    let filter = file
+        .value_filter
+        .as_ref()
+        .and_then(|f| f.for_file(&file_schema, &file_arrow));
+    let stream = opened.read(
+        &wanted,
+        deleted.as_ref(),
+        rows_needed.as_deref(),
+        filter,
+        batch_size,
+    )?;
     let sources = Arc::new(sources);
     // Pruning skipped whole pages; the range's bounds still cut through the pages kept.
     let key_filter = match &file.key_range {

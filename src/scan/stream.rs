@@ -78,7 +78,8 @@ pub(crate) fn limit_stream(
 }
 
 /// The files of one sorted run (or of a change split), opened one after another in order;
-/// only keys in `key_range` if given.
+/// only keys in `key_range` if given. With `filter_values` (files read without a merge), the
+/// context's value filter may skip rows inside the reader.
 pub(crate) fn run_stream(
     ctx: &Arc<ScanContext>,
     dir: &str,
@@ -86,6 +87,7 @@ pub(crate) fn run_stream(
     files: Vec<SplitFile>,
     batch_size: usize,
     need_sequence: bool,
+    filter_values: bool,
     metrics: &ScanMetrics,
 ) -> SendableRecordBatchStream {
     let ctx2 = Arc::clone(ctx);
@@ -117,6 +119,11 @@ pub(crate) fn run_stream(
                     pruning: ctx.pruning.clone(),
                     key_range,
                     rows: None,
+                    value_filter: if filter_values {
+                        ctx.value_filter.clone()
+                    } else {
+                        None
+                    },
                 };
                 let batches = read_file(store, file, schema, Arc::clone(&ctx.layout), batch_size).await?;
                 let batches = RecordBatchStreamAdapter::new(Arc::clone(&ctx.layout.schema), batches);
@@ -143,11 +150,14 @@ pub(crate) fn section_stream(
     if !layout.with_system_columns {
         // Append table: every file is its own section; nothing to merge or drop.
         let files = runs.into_iter().flatten().collect();
-        return Ok(run_stream(ctx, dir, key_range, files, batch_size, false, metrics));
+        return Ok(run_stream(
+            ctx, dir, key_range, files, batch_size, false, true, metrics,
+        ));
     }
     if runs.len() == 1 {
         let files = runs.into_iter().next().expect("one run");
-        let stream = run_stream(ctx, dir, key_range, files, batch_size, false, metrics);
+        // no older version of a key can resurface: its rows may be filtered in the reader
+        let stream = run_stream(ctx, dir, key_range, files, batch_size, false, true, metrics);
         return Ok(if ctx.keep_retracts {
             stream
         } else {
@@ -165,7 +175,18 @@ pub(crate) fn section_stream(
         .then(|| runs.iter().map(|r| r.first().map_or(0, |f| f.level)).collect());
     let streams = runs
         .into_iter()
-        .map(|files| run_stream(ctx, dir, key_range.clone(), files, batch_size, true, metrics))
+        .map(|files| {
+            run_stream(
+                ctx,
+                dir,
+                key_range.clone(),
+                files,
+                batch_size,
+                true,
+                false,
+                metrics,
+            )
+        })
         .collect();
     let options = MergeOptions {
         key_columns: ctx.key_indices.clone(),

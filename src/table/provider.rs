@@ -332,6 +332,11 @@ impl PaimonTable {
         .await?;
         let pruning = crate::scan::pruning_predicate(&self.schema, predicate.as_ref())
             .map(|p| Arc::new(StatsPruning::new(&self.schema, p)));
+        // Other views keep retractions or reshape values: their rows stay as read.
+        let value_filter = match (&predicate, self.view) {
+            (Some(p), ReadView::Table) => crate::format::ValueFilter::new(&self.schema, p).map(Arc::new),
+            _ => None,
+        };
         let ctx = ScanContext {
             table_io: self.meta.io().clone(),
             engine: self.merge_engine(&layout)?,
@@ -346,6 +351,7 @@ impl PaimonTable {
             with_snapshot_id: self.view == ReadView::Changelog,
             output_schema,
             pruning,
+            value_filter,
         };
         let target_partitions = self.target_partitions(state);
         let first_key = self.schema.trimmed_primary_keys().first().map(|f| (*f).clone());
@@ -473,6 +479,7 @@ impl PaimonTable {
             with_snapshot_id: self.view == ReadView::Changelog,
             output_schema,
             pruning: None,
+            value_filter: None,
         };
         let target_partitions = self.target_partitions(state);
         let first_key = self.schema.trimmed_primary_keys().first().map(|f| (*f).clone());

@@ -61,7 +61,9 @@ fn split_changes(
         ChangeFiles::Raw(files) if ctx.with_snapshot_id => {
             Ok(with_snapshot_ids(ctx, &dir, files, batch_size, metrics))
         }
-        ChangeFiles::Raw(files) => Ok(run_stream(ctx, &dir, None, files, batch_size, false, metrics)),
+        ChangeFiles::Raw(files) => Ok(run_stream(
+            ctx, &dir, None, files, batch_size, false, false, metrics,
+        )),
         ChangeFiles::Diff { before, after, keys } => {
             let before = state_stream(ctx, &dir, keys.clone(), before, batch_size, metrics)?;
             let after = state_stream(ctx, &dir, keys, after, batch_size, metrics)?;
@@ -98,7 +100,7 @@ fn with_snapshot_ids(
         .map(move |file| {
             let id = file.snapshot_id.unwrap_or(-1);
             let schema = Arc::clone(&out_schema);
-            run_stream(&ctx, &dir, None, vec![file], batch_size, false, &metrics).map(move |batch| {
+            run_stream(&ctx, &dir, None, vec![file], batch_size, false, false, &metrics).map(move |batch| {
                 let batch = batch?;
                 let mut columns = batch.columns().to_vec();
                 columns.push(Arc::new(arrow::array::Int64Array::from(vec![

@@ -1,0 +1,149 @@
+//! Value filters evaluated inside the Parquet reader (`RowFilter`): the filter columns are
+//! decoded first, and the other columns only for the rows that pass.
+//!
+//! Only where no older version of a row can resurface: files read without a merge (a section
+//! with a single sorted run of a primary-key table, or an append table's files). Where runs are
+//! merged, dropping a row that fails the filter could expose an older version of its key that
+//! passes it, so those files are read whole. The filter stays applied above the scan (it is
+//! reported inexact), so this only saves decoding: a row it drops is one the plan drops anyway.
+//!
+//! The predicate is bound to the referenced table columns; each file maps them by field id to
+//! its own columns (renamed or widened since), and skips the filter if one is missing.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, BooleanArray, RecordBatch};
+use arrow::compute::{cast, prep_null_mask_filter};
+use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::error::ArrowError;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::physical_expr::expressions::Column;
+use datafusion::physical_expr::utils::collect_columns;
+use datafusion::physical_expr::PhysicalExpr;
+
+use crate::spec::TableSchema;
+
+/// A pushed-down predicate over some table columns.
+#[derive(Debug)]
+pub(crate) struct ValueFilter {
+    /// The predicate, bound to `schema`.
+    expr: Arc<dyn PhysicalExpr>,
+    /// The referenced table columns, in table order (all nullable: a filter sees what the file
+    /// holds).
+    schema: SchemaRef,
+    /// Field id of each column of `schema`.
+    field_ids: Vec<i32>,
+}
+
+impl ValueFilter {
+    /// The filter for `predicate` (bound to the table's Arrow schema), or `None` if it reads
+    /// no column.
+    pub(crate) fn new(table: &TableSchema, predicate: &Arc<dyn PhysicalExpr>) -> Option<Self> {
+        let mut used: Vec<usize> = collect_columns(predicate).iter().map(Column::index).collect();
+        used.sort_unstable();
+        used.dedup();
+        if used.is_empty() || used.iter().any(|&i| i >= table.fields.len()) {
+            return None;
+        }
+        let expr = Arc::clone(predicate)
+            .transform(|e| {
+                let Some(column) = e.downcast_ref::<Column>() else {
+                    return Ok(Transformed::no(e));
+                };
+                let index = used
+                    .iter()
+                    .position(|&i| i == column.index())
+                    .expect("every column was collected");
+                Ok(Transformed::yes(
+                    Arc::new(Column::new(column.name(), index)) as Arc<dyn PhysicalExpr>
+                ))
+            })
+            .ok()?
+            .data;
+        let fields: Vec<Field> = used
+            .iter()
+            .map(|&i| table.fields[i].to_arrow_field().with_nullable(true))
+            .collect();
+        Some(ValueFilter {
+            expr,
+            schema: Arc::new(Schema::new(fields)),
+            field_ids: used.iter().map(|&i| table.fields[i].id).collect(),
+        })
+    }
+
+    /// The filter for one file written with `file_schema` (Arrow columns `file_arrow`), or
+    /// `None` if the file lacks one of the columns.
+    pub(crate) fn for_file(
+        self: &Arc<Self>,
+        file_schema: &TableSchema,
+        file_arrow: &Schema,
+    ) -> Option<FileValueFilter> {
+        let columns = self
+            .field_ids
+            .iter()
+            .map(|id| {
+                let field = file_schema.fields.iter().find(|f| f.id == *id)?;
+                file_arrow.index_of(&field.name).ok()
+            })
+            .collect::<Option<Vec<usize>>>()?;
+        Some(FileValueFilter {
+            filter: Arc::clone(self),
+            columns,
+        })
+    }
+}
+
+/// A [`ValueFilter`] mapped onto one file's columns.
+#[derive(Debug, Clone)]
+pub(crate) struct FileValueFilter {
+    filter: Arc<ValueFilter>,
+    /// Index in the file's Arrow schema of each filter column.
+    columns: Vec<usize>,
+}
+
+impl FileValueFilter {
+    /// The file columns the filter reads (indices into the file's Arrow schema).
+    pub(crate) fn file_columns(&self) -> &[usize] {
+        &self.columns
+    }
+
+    /// Which rows of `batch` pass. `batch` holds [`Self::file_columns`] in ascending file
+    /// order, as a Parquet reader decodes a projection. A predicate that fails to evaluate
+    /// keeps every row: the plan's own filter reports the error if the row reaches it.
+    pub(crate) fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {
+        let keep_all = || BooleanArray::from(vec![true; batch.num_rows()]);
+        let mut order: Vec<usize> = self.columns.clone();
+        order.sort_unstable();
+        order.dedup();
+        let mut columns = Vec::with_capacity(self.columns.len());
+        for (field, file_index) in self.filter.schema.fields().iter().zip(&self.columns) {
+            let position = order.binary_search(file_index).expect("a filter column");
+            let column = batch.column(position);
+            columns.push(if column.data_type() == field.data_type() {
+                Arc::clone(column)
+            } else {
+                match cast(column, field.data_type()) {
+                    Ok(c) => c,
+                    Err(_) => return Ok(keep_all()),
+                }
+            });
+        }
+        let Ok(input) = RecordBatch::try_new(Arc::clone(&self.filter.schema), columns) else {
+            return Ok(keep_all());
+        };
+        let Ok(value) = self.filter.expr.evaluate(&input) else {
+            return Ok(keep_all());
+        };
+        let Ok(array) = value.into_array(input.num_rows()) else {
+            return Ok(keep_all());
+        };
+        let Some(mask) = array.as_any().downcast_ref::<BooleanArray>() else {
+            return Ok(keep_all());
+        };
+        Ok(if mask.null_count() > 0 {
+            prep_null_mask_filter(mask)
+        } else {
+            mask.clone()
+        })
+    }
+}
