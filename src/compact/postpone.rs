@@ -10,8 +10,11 @@
 //!
 //! Every postpone row is newer than every row of the real buckets (those came from earlier
 //! assignments), so renumbering them after the bucket's highest sequence number keeps the
-//! merge order. Each postpone file is sorted by key with unique keys (our writer folds its
-//! buffer), and so is every slice of it routed to one bucket.
+//! merge order. A level-0 file must be sorted by key with one record per key: our writer's
+//! postpone files are (it folds its buffer), but Java's postpone writer writes records as they
+//! arrive, unsorted and with repeated keys. So each slice routed to a bucket is folded the way
+//! a write buffer is: sorted by key, the records of a key merged by the table's merge engine in
+//! arrival (sequence) order.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -24,6 +27,7 @@ use futures::TryStreamExt;
 
 use super::{CompactScope, Compaction};
 use crate::io::{write_data_file, DataFileRows};
+use crate::merge::{fold_batch, MergeEngineSpec};
 use crate::meta::{CommitRequest, OverwriteScope};
 use crate::scan::{read_file, FileToRead, ReadLayout};
 use crate::spec::bucket::fixed_buckets;
@@ -70,10 +74,16 @@ impl Compaction<'_> {
                 }
             }
             let total_buckets = total_buckets.filter(|n| *n > 0).unwrap_or(default_buckets);
-            let mut postponed: Vec<&ManifestEntry> = entries.iter().collect();
-            postponed.sort_by_key(|e| (e.file.min_sequence_number, e.file.max_sequence_number));
-            let base = postponed[0].file.min_sequence_number;
+            // Commit order (the manifests' order): Java's and pypaimon's postpone files each
+            // number their records from 0, so their sequence numbers cannot order the files.
+            // Each file's records are renumbered after everything already in the bucket.
+            let postponed: Vec<&ManifestEntry> = entries.iter().collect();
+            let mut next_sequence: HashMap<i32, i64> = max_sequence
+                .iter()
+                .map(|(bucket, max)| (*bucket, max + 1))
+                .collect();
             let partition = BinaryRow::decode(&group.0, &self.schema.partition_types())?.values;
+            let fold = self.slice_folding()?;
             let partition_path = paths::partition_path(
                 &self.schema.partition_keys,
                 &partition,
@@ -81,8 +91,18 @@ impl Compaction<'_> {
             );
             for entry in postponed {
                 let rows = self.read_postponed(entry, &options, &partition_path).await?;
+                let sequences = rows.column(self.schema.fields.len()).as_primitive::<Int64Type>();
+                let (Some(first), Some(last)) =
+                    (arrow::compute::min(sequences), arrow::compute::max(sequences))
+                else {
+                    removed.push(entry.clone());
+                    continue; // an empty file
+                };
                 for (bucket, slice) in self.route(&rows, total_buckets)? {
-                    let offset = max_sequence.get(&bucket).copied().unwrap_or(-1) + 1 - base;
+                    let slice = fold.apply(&slice)?;
+                    let next = next_sequence.entry(bucket).or_insert(0);
+                    let offset = *next - first;
+                    *next += last - first + 1;
                     let dir = paths::bucket_path(
                         options.data_file_path_directory.as_deref(),
                         &partition_path,
@@ -160,6 +180,26 @@ impl Compaction<'_> {
         Ok(concat_batches(&layout.schema, &batches)?)
     }
 
+    /// How a postpone slice becomes a level-0 file's rows.
+    fn slice_folding(&self) -> Result<SliceFolding> {
+        let columns = self.schema.fields.iter().map(|f| f.name.as_str());
+        let engine = MergeEngineSpec::for_columns(self.table, self.schema, columns)?;
+        let key_columns = self
+            .schema
+            .trimmed_primary_keys()
+            .iter()
+            .map(|k| self.schema.fields.iter().position(|f| f.id == k.id))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| {
+                exec_datafusion_err!("Primary key of table {} is not among its columns", self.table)
+            })?;
+        Ok(SliceFolding {
+            engine,
+            key_columns,
+            seq_column: self.schema.fields.len(),
+        })
+    }
+
     /// `rows` split by bucket (hash of the bucket key modulo `total_buckets`), order kept.
     fn route(&self, rows: &RecordBatch, total_buckets: i32) -> Result<BTreeMap<i32, RecordBatch>> {
         let bucket_key = self.schema.bucket_key();
@@ -178,6 +218,34 @@ impl Compaction<'_> {
             .into_iter()
             .map(|(bucket, rows_of)| Ok((bucket, take_record_batch(rows, &UInt32Array::from(rows_of))?)))
             .collect()
+    }
+}
+
+/// Sorts and folds the rows routed to one bucket (table columns, `_SEQUENCE_NUMBER`,
+/// `_VALUE_KIND`).
+struct SliceFolding {
+    engine: MergeEngineSpec,
+    key_columns: Vec<usize>,
+    seq_column: usize,
+}
+
+impl SliceFolding {
+    fn apply(&self, slice: &RecordBatch) -> Result<RecordBatch> {
+        // arrival order is sequence order; a file written as records came is already in it
+        let seqs = slice.column(self.seq_column).as_primitive::<Int64Type>();
+        let in_order = seqs.values().windows(2).all(|w| w[0] <= w[1]);
+        let slice = if in_order {
+            slice.clone()
+        } else {
+            let order = arrow::compute::sort_to_indices(seqs, None, None)?;
+            take_record_batch(slice, &order)?
+        };
+        fold_batch(
+            &slice,
+            &self.key_columns,
+            self.seq_column + 1,
+            self.engine.reducer.as_ref(),
+        )
     }
 }
 
