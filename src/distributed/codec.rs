@@ -16,10 +16,14 @@ use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 use serde::{Deserialize, Serialize};
 
+use datafusion::datasource::sink::DataSinkExec;
+
 use crate::changelog::ChangelogNormalizeExec;
+use crate::meta::OverwriteScope;
 use crate::scan::{PaimonIncrementalScanExec, PaimonScanExec};
 use crate::spec::TableSchema;
-use crate::table::{PaimonTable, ScanKind, ScanOrigin, TableRecipe};
+use crate::table::{open_meta, PaimonTable, ScanKind, ScanOrigin, TableRecipe};
+use crate::write::{PaimonSink, WriteKind};
 
 /// Encodes [`PaimonTable`] providers (the tables of `TableScan`s) for a Ballista scheduler;
 /// everything else (extension nodes, other providers, file formats) goes to `inner`.
@@ -112,6 +116,109 @@ enum NodeRecipe {
         table: String,
         schema: String,
     },
+    /// `DataSinkExec` writing to a Paimon table: rebuilt over its decoded input. The executor
+    /// running it writes the files and commits, as a local statement would.
+    Sink(SinkRecipe),
+}
+
+/// A `PaimonSink` as data.
+#[derive(Debug, Serialize, Deserialize)]
+struct SinkRecipe {
+    /// URL of the table directory.
+    location: String,
+    table: String,
+    /// The schema the sink writes with, as its `schema-N` JSON.
+    schema: String,
+    kind: WriteRecipe,
+}
+
+/// A [`WriteKind`] as data; partition values as `datafusion-proto` literal bytes.
+#[derive(Debug, Serialize, Deserialize)]
+enum WriteRecipe {
+    Insert,
+    Overwrite(ScopeRecipe),
+    Delete,
+    Update,
+    Truncate,
+    DropPartitions(ScopeRecipe),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum ScopeRecipe {
+    None,
+    Table,
+    Partitions(Vec<Vec<Option<Vec<u8>>>>),
+}
+
+impl WriteRecipe {
+    fn of(kind: &WriteKind) -> Result<Self> {
+        Ok(match kind {
+            WriteKind::Insert => WriteRecipe::Insert,
+            WriteKind::Overwrite(scope) => WriteRecipe::Overwrite(ScopeRecipe::of(scope)?),
+            WriteKind::Delete => WriteRecipe::Delete,
+            WriteKind::Update => WriteRecipe::Update,
+            WriteKind::Truncate => WriteRecipe::Truncate,
+            WriteKind::DropPartitions(scope) => WriteRecipe::DropPartitions(ScopeRecipe::of(scope)?),
+        })
+    }
+
+    fn kind(&self, ctx: &TaskContext) -> Result<WriteKind> {
+        Ok(match self {
+            WriteRecipe::Insert => WriteKind::Insert,
+            WriteRecipe::Overwrite(scope) => WriteKind::Overwrite(scope.scope(ctx)?),
+            WriteRecipe::Delete => WriteKind::Delete,
+            WriteRecipe::Update => WriteKind::Update,
+            WriteRecipe::Truncate => WriteKind::Truncate,
+            WriteRecipe::DropPartitions(scope) => WriteKind::DropPartitions(scope.scope(ctx)?),
+        })
+    }
+}
+
+impl ScopeRecipe {
+    fn of(scope: &OverwriteScope) -> Result<Self> {
+        Ok(match scope {
+            OverwriteScope::None => ScopeRecipe::None,
+            OverwriteScope::Table => ScopeRecipe::Table,
+            OverwriteScope::Partitions(specs) => ScopeRecipe::Partitions(
+                specs
+                    .iter()
+                    .map(|spec| {
+                        spec.iter()
+                            .map(|v| match v {
+                                Some(v) => Ok(Some(Expr::Literal(v.clone(), None).to_bytes()?.to_vec())),
+                                None => Ok(None),
+                            })
+                            .collect::<Result<Vec<_>>>()
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+        })
+    }
+
+    fn scope(&self, ctx: &TaskContext) -> Result<OverwriteScope> {
+        Ok(match self {
+            ScopeRecipe::None => OverwriteScope::None,
+            ScopeRecipe::Table => OverwriteScope::Table,
+            ScopeRecipe::Partitions(specs) => OverwriteScope::Partitions(
+                specs
+                    .iter()
+                    .map(|spec| {
+                        spec.iter()
+                            .map(|v| match v {
+                                None => Ok(None),
+                                Some(bytes) => match Expr::from_bytes_with_ctx(bytes, ctx)? {
+                                    Expr::Literal(value, _) => Ok(Some(value)),
+                                    other => {
+                                        internal_err!("A partition value must be a literal, got {other}")
+                                    }
+                                },
+                            })
+                            .collect::<Result<Vec<_>>>()
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+        })
+    }
 }
 
 /// A scan node as data: how to plan it again, and what it must come out as.
@@ -145,6 +252,20 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
             .map_err(|e| exec_datafusion_err!("Invalid Paimon node in a serialized plan: {e}"))?;
         let recipe = match recipe {
             NodeRecipe::Scan(scan) => scan,
+            NodeRecipe::Sink(sink) => {
+                let [input] = inputs else {
+                    return internal_err!("DataSinkExec takes one input, got {}", inputs.len());
+                };
+                let meta = open_meta(&sink.location, ctx.runtime_env().as_ref())?;
+                let schema =
+                    TableSchema::from_json(sink.schema.as_bytes(), &format!("{}/schema", sink.location))?;
+                let sink = PaimonSink::try_new(sink.table, meta, Arc::new(schema), sink.kind.kind(ctx)?)?;
+                return Ok(Arc::new(DataSinkExec::new(
+                    Arc::clone(input),
+                    Arc::new(sink),
+                    None,
+                )));
+            }
             NodeRecipe::Normalize { table, schema } => {
                 let schema = TableSchema::from_json(schema.as_bytes(), &format!("{table}/schema"))?;
                 let (seed, changes) = match inputs {
@@ -209,6 +330,20 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
         buf: &mut Vec<u8>,
         _proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> Result<()> {
+        if let Some(sink) = node
+            .downcast_ref::<DataSinkExec>()
+            .and_then(|exec| exec.sink().downcast_ref::<PaimonSink>())
+        {
+            let (table, meta, schema, kind) = sink.parts();
+            let recipe = NodeRecipe::Sink(SinkRecipe {
+                location: meta.io().root_url().to_string(),
+                table: table.to_string(),
+                schema: schema.to_json(),
+                kind: WriteRecipe::of(kind)?,
+            });
+            buf.extend(serde_json::to_vec(&recipe).expect("a sink recipe serializes"));
+            return Ok(());
+        }
         if let Some(normalize) = node.downcast_ref::<ChangelogNormalizeExec>() {
             let (table, schema) = normalize.table();
             let recipe = NodeRecipe::Normalize {
@@ -249,7 +384,7 @@ fn scan_origin(node: &Arc<dyn ExecutionPlan>) -> Result<&ScanOrigin> {
     } else {
         return not_impl_err!(
             "{} cannot be sent to a Ballista executor: datafusion-paimon distributes batch and \
-             incremental scans and the $changelog normalize, not tailing reads or writes",
+             incremental scans, the $changelog normalize and writes, not tailing reads",
             node.name()
         );
     };

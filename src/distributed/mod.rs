@@ -14,10 +14,14 @@
 //!   (partition, bucket, key range) are therefore the unit of distribution.
 //!
 //!   `ChangelogNormalizeExec` (`$changelog` of `none` tables) travels as its table's name and
-//!   schema and is rebuilt over its decoded inputs.
+//!   schema and is rebuilt over its decoded inputs. A `DataSinkExec` writing to a Paimon table
+//!   travels as the table location, its schema and the write (INSERT, dynamic-partition
+//!   INSERT OVERWRITE, DELETE/UPDATE rows, truncate, partition drops, with partition values as
+//!   `datafusion-proto` literals); the executor running it writes the files and commits.
 //!
-//! Not distributable (a clear error names the node): `paimon_stream` tailing reads, writes
-//! (sinks and DML) and the other system tables.
+//! Not distributable (a clear error names the node): `paimon_stream` tailing reads, the
+//! statements our SQL layer plans itself (`INSERT OVERWRITE ... PARTITION (...)`, `CALL`) and the
+//! other system tables.
 
 //!
 //! Ballista hands each task the plan of a whole stage and narrows only its own leaf nodes

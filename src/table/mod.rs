@@ -16,5 +16,5 @@ pub(crate) use origin::{ScanKind, ScanOrigin};
 pub(crate) use provider::project;
 pub use provider::PaimonTable;
 #[cfg(feature = "ballista")]
-pub(crate) use recipe::TableRecipe;
+pub(crate) use recipe::{open_meta, TableRecipe};
 pub(crate) use time_travel::resolve_snapshot;

@@ -77,11 +77,7 @@ impl TableRecipe {
     /// The table, its files read through the object stores of `runtime`, its scans with one
     /// output partition (see `PaimonTable::with_single_partition`).
     pub(crate) fn open(&self, runtime: &RuntimeEnv) -> Result<PaimonTable> {
-        let url = url::Url::parse(&self.location)
-            .map_err(|e| exec_datafusion_err!("Invalid table location '{}': {e}", self.location))?;
-        let store = runtime.object_store(ObjectStoreUrl::parse(&url[..url::Position::BeforePath])?)?;
-        let root = Path::from_url_path(url.path()).map_err(|e| DataFusionError::External(Box::new(e)))?;
-        let meta = Arc::new(TableMeta::new(FileIO::new(store, root, self.location.clone())));
+        let meta = open_meta(&self.location, runtime)?;
         let schema = TableSchema::from_json(self.schema.as_bytes(), &format!("{}/schema", self.location))?;
         let view = parse_view(&self.view)?;
         let table = PaimonTable::try_new(
@@ -114,6 +110,19 @@ impl TableRecipe {
             table
         })
     }
+}
+
+/// The files of the table at `location` (a URL), through the object stores of `runtime`.
+pub(crate) fn open_meta(location: &str, runtime: &RuntimeEnv) -> Result<Arc<TableMeta>> {
+    let url = url::Url::parse(location)
+        .map_err(|e| exec_datafusion_err!("Invalid table location '{location}': {e}"))?;
+    let store = runtime.object_store(ObjectStoreUrl::parse(&url[..url::Position::BeforePath])?)?;
+    let root = Path::from_url_path(url.path()).map_err(|e| DataFusionError::External(Box::new(e)))?;
+    Ok(Arc::new(TableMeta::new(FileIO::new(
+        store,
+        root,
+        location.to_string(),
+    ))))
 }
 
 fn view_name(view: ReadView) -> &'static str {

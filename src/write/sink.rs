@@ -173,6 +173,11 @@ impl PaimonSink {
         Ok(sink)
     }
 
+    /// What the sink was built from: the table's name, files and schema, and the write.
+    pub(crate) fn parts(&self) -> (&str, &Arc<TableMeta>, &Arc<TableSchema>, &WriteKind) {
+        (&self.table, &self.meta, &self.schema, &self.kind)
+    }
+
     fn routing(&self) -> Result<RowRouting> {
         let index = |name: &str| {
             self.schema
