@@ -294,3 +294,9 @@ mod tests {
         assert_eq!(seen, spec.num_keys as usize);
     }
 }
+
+/// The remote data files (`<table URL>#<path>`) this process keeps a local copy of for lookups
+/// (`lookup.cache-max-disk-size`).
+pub fn lookup_disk_copies() -> Vec<String> {
+    crate::compact::lookup_copied_files()
+}

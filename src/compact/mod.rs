@@ -29,6 +29,7 @@ use datafusion::execution::memory_pool::MemoryPool;
 
 use self::deletion_vectors::IndexChange;
 use self::levels::{pick_force_level0, pick_universal, sorted_runs, Pick};
+pub(crate) use self::lookup::copied_files as lookup_copied_files;
 pub(crate) use self::settings::{CompactSettings, Producer};
 use self::unit::{BucketCompaction, UnitResult};
 use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};

@@ -647,6 +647,22 @@ impl BucketCompaction<'_> {
             .get("lookup.cache-max-memory-size")
             .and_then(|v| crate::spec::parse_memory_size(v))
             .unwrap_or(lookup::DEFAULT_CACHE_BYTES);
+        let disk = lookup::DiskLimits {
+            max_bytes: self
+                .schema
+                .options
+                .get("lookup.cache-max-disk-size")
+                .and_then(|v| crate::spec::parse_memory_size(v))
+                .map_or(u64::MAX, |b| b as u64),
+            retention: self
+                .schema
+                .options
+                .get("lookup.cache-file-retention")
+                .and_then(|v| crate::maintenance::expire::parse_duration_ms(v))
+                .map_or(lookup::DEFAULT_RETENTION, |ms| {
+                    std::time::Duration::from_millis(ms.max(0) as u64)
+                }),
+        };
         // the layout's table columns are the schema's fields, in order
         let first_key = self.schema.fields[key_columns[0]].id;
         let ctx = LookupContext::new(
@@ -657,6 +673,8 @@ impl BucketCompaction<'_> {
             first_key,
             self.batch_size,
             cache_bytes,
+            self.meta.io().root_url(),
+            disk,
             self.progress,
         )?;
         LookupFiles::new(ctx, self.meta, &self.dir, candidates, self.deletion_vectors).await

@@ -38,7 +38,6 @@ impl FileIO {
     }
 
     /// URL of the root directory.
-    #[cfg(feature = "ballista")]
     pub(crate) fn root_url(&self) -> &str {
         &self.root_url
     }

@@ -174,6 +174,7 @@ impl PaimonSink {
     }
 
     /// What the sink was built from: the table's name, files and schema, and the write.
+    #[cfg(feature = "ballista")]
     pub(crate) fn parts(&self) -> (&str, &Arc<TableMeta>, &Arc<TableSchema>, &WriteKind) {
         (&self.table, &self.meta, &self.schema, &self.kind)
     }

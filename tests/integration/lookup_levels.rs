@@ -53,7 +53,11 @@ async fn lookup_gives_the_spec_changelog(options: &str) {
     let session = PaimonSession::open(dir.path().to_str().expect("utf-8"))
         .await
         .expect("open");
-    let table = "default.t";
+    check_spec_changelog(&session, "default.t", options).await;
+}
+
+async fn check_spec_changelog(session: &PaimonSession, table: &str, options: &str) {
+    let session = session.clone();
     let statements = [
         format!(
             "CREATE TABLE {table} (k BIGINT, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) \
@@ -147,4 +151,55 @@ async fn sorted_merge_lookup_with_deletion_vectors_gives_the_spec_changelog() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_lookup_with_deletion_vectors_gives_the_spec_changelog() {
     lookup_gives_the_spec_changelog(", 'deletion-vectors.enabled' = 'true'").await;
+}
+
+/// A remote warehouse (`memory://`, as S3 would be): the DELETE's lookup reads the top-level
+/// file from the store, the upsert's (its second search) from a local copy, within
+/// `lookup.cache-max-disk-size`; a limit below the file's size keeps reading the store. The
+/// results are the spec's either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_files_searched_again_are_read_from_a_local_copy() {
+    use datafusion::execution::context::SessionContext;
+    use datafusion::prelude::SessionConfig;
+    use object_store::memory::InMemory;
+
+    let config = SessionConfig::new()
+        .with_default_catalog_and_schema("paimon", "default")
+        .with_create_default_catalog_and_schema(false)
+        .with_information_schema(true);
+    let ctx = SessionContext::new_with_config(config);
+    ctx.register_object_store(
+        &url::Url::parse("memory://").unwrap(),
+        std::sync::Arc::new(InMemory::new()),
+    );
+    let session = PaimonSession::register(ctx, "memory:///lookup-copies")
+        .await
+        .expect("warehouse opens");
+    let mine = |copies: Vec<String>, table: &str| {
+        copies
+            .into_iter()
+            .filter(|c| c.starts_with(&format!("memory:///lookup-copies/default.db/{table}")))
+            .count()
+    };
+    check_spec_changelog(
+        &session,
+        "default.copied",
+        ", 'lookup.cache-max-memory-size' = '1 kb'",
+    )
+    .await;
+    assert!(
+        mine(datafusion_paimon::testing::lookup_disk_copies(), "copied") >= 1,
+        "the top-level file searched twice has a local copy"
+    );
+    check_spec_changelog(
+        &session,
+        "default.uncopied",
+        ", 'lookup.cache-max-memory-size' = '1 kb', 'lookup.cache-max-disk-size' = '1 kb'",
+    )
+    .await;
+    assert_eq!(
+        mine(datafusion_paimon::testing::lookup_disk_copies(), "uncopied"),
+        0,
+        "no copy beyond lookup.cache-max-disk-size"
+    );
 }

@@ -12,6 +12,7 @@
 //! on; so are ORC and Avro files, which are decoded whole anyway.
 
 mod cache;
+mod disk;
 mod sorted;
 
 use std::sync::Arc;
@@ -34,6 +35,7 @@ use crate::scan::{read_file, FileToRead, ReadLayout};
 use crate::spec::{BinaryRow, DataType, ManifestEntry, TableSchema};
 
 pub(crate) use self::cache::DEFAULT_CACHE_BYTES;
+pub(crate) use self::disk::{copied_files, DiskLimits, DEFAULT_RETENTION};
 
 /// What every lookup of a unit reads with.
 pub(crate) struct LookupContext<'a> {
@@ -47,8 +49,12 @@ pub(crate) struct LookupContext<'a> {
     /// Field id of the first key column (the one file statistics are read for).
     pub first_key_field_id: i32,
     pub batch_size: usize,
-    /// `lookup.cache-max-memory-size`, for the hash indexes.
+    /// `lookup.cache-max-memory-size`, for the decoded files.
     pub cache_bytes: usize,
+    /// URL of the table directory; with a scheme other than `file`, files searched again are
+    /// copied to local disk within `disk`.
+    pub location: &'a str,
+    pub disk: DiskLimits,
     pub progress: Option<&'a Arc<StatementProgress>>,
     /// Encodes the first key column alone.
     first_key: RowConverter,
@@ -64,6 +70,8 @@ impl<'a> LookupContext<'a> {
         first_key_field_id: i32,
         batch_size: usize,
         cache_bytes: usize,
+        location: &'a str,
+        disk: DiskLimits,
         progress: Option<&'a Arc<StatementProgress>>,
     ) -> Result<Self> {
         let first_type = layout.schema.field(key_columns[0]).data_type().clone();
@@ -75,6 +83,8 @@ impl<'a> LookupContext<'a> {
             first_key_field_id,
             batch_size,
             cache_bytes,
+            location,
+            disk,
             progress,
             first_key: RowConverter::new(vec![arrow::row::SortField::new(first_type)])?,
         })
@@ -142,6 +152,8 @@ struct Source {
     min: Option<OwnedRow>,
     max: Option<OwnedRow>,
     reader: Reader,
+    /// The local copy being read, if any (kept on disk while this lives).
+    copy: Option<disk::LocalCopy>,
 }
 
 /// The files a unit's lookups search, nearest level first.
@@ -185,6 +197,7 @@ impl<'a> LookupFiles<'a> {
                 file_schema,
                 deleted,
                 reader: Reader::Unopened,
+                copy: None,
             });
         }
         Ok(LookupFiles { ctx, sources })
@@ -281,25 +294,44 @@ impl Source {
     /// A cached file as it is. A Parquet file by sorted merge, unless it was searched before
     /// in this process and fits in the cache: then, as any other file, it is decoded whole and
     /// cached for the commits to come.
-    async fn open(&self, ctx: &LookupContext<'_>) -> Result<Reader> {
-        let cache_key = self.path.to_string();
+    async fn open(&mut self, ctx: &LookupContext<'_>) -> Result<Reader> {
+        let cache_key = format!("{}#{}", ctx.location, self.path);
         if let Some(file) = cache::cached(&cache_key) {
             return Ok(Reader::Cached(file));
         }
+        let searched_before = cache::searched_before(&cache_key);
+        let remote = !ctx.location.starts_with("file:");
+        let (store, path) = match remote && searched_before {
+            true => match disk::local_copy(ctx.store, &cache_key, &self.path, self.size, ctx.disk).await? {
+                Some(copy) => {
+                    let found = (Arc::clone(&copy.store), copy.path.clone());
+                    self.copy = Some(copy);
+                    found
+                }
+                None => (Arc::clone(ctx.store), self.path.clone()),
+            },
+            false => (Arc::clone(ctx.store), self.path.clone()),
+        };
         if FileFormat::of_file(&self.name)? == FileFormat::Parquet {
-            let file =
-                SortedFile::open(ctx, self.path.clone(), self.size, Arc::clone(&self.file_schema)).await?;
+            let file = SortedFile::open(
+                ctx,
+                Arc::clone(&store),
+                path.clone(),
+                self.size,
+                Arc::clone(&self.file_schema),
+            )
+            .await?;
             // a file that would take more than half the cache would evict everything else
             let fits = file.decoded_size() <= ctx.cache_bytes / 2;
-            if !(cache::searched_before(&cache_key) && fits) {
+            if !(searched_before && fits) {
                 return Ok(Reader::Sorted(file));
             }
         }
         // Every row (positions are file positions; the cache outlives deletion vectors),
         // masked by the file's current vector at lookup.
         let batches: Vec<RecordBatch> = read_file(
-            Arc::clone(ctx.store),
-            FileToRead::whole(self.path.clone(), self.size, true, None),
+            store,
+            FileToRead::whole(path, self.size, true, None),
             Arc::clone(&self.file_schema),
             Arc::clone(ctx.layout),
             ctx.batch_size,

@@ -12,6 +12,7 @@ use arrow::row::{OwnedRow, Rows};
 use datafusion::common::{exec_datafusion_err, Result};
 use futures::TryStreamExt;
 use object_store::path::Path;
+use object_store::ObjectStore;
 
 use super::{Found, LookupContext};
 use crate::deletion_vector::DeletionVector;
@@ -29,6 +30,7 @@ struct Unit {
 /// One Parquet file opened for sorted lookups: its units, read once from the footer and page
 /// index.
 pub(super) struct SortedFile {
+    store: Arc<dyn ObjectStore>,
     path: Path,
     size: u64,
     file_schema: Arc<TableSchema>,
@@ -42,11 +44,12 @@ impl SortedFile {
     /// Reads the footer and page index of `path` and the first-key bounds of its units.
     pub(super) async fn open(
         ctx: &LookupContext<'_>,
+        store: Arc<dyn ObjectStore>,
         path: Path,
         size: u64,
         file_schema: Arc<TableSchema>,
     ) -> Result<Self> {
-        let opened = crate::format::open(Arc::clone(ctx.store), &path, size, true).await?;
+        let opened = crate::format::open(Arc::clone(&store), &path, size, true).await?;
         let metadata = opened.parquet_metadata().ok_or_else(|| {
             exec_datafusion_err!("Lookup by sorted merge needs a Parquet file, not /{path}")
         })?;
@@ -78,6 +81,7 @@ impl SortedFile {
             })
             .collect();
         Ok(SortedFile {
+            store,
             path,
             size,
             file_schema,
@@ -116,7 +120,7 @@ impl SortedFile {
         };
         let mut stream = Box::pin(
             read_file(
-                Arc::clone(ctx.store),
+                Arc::clone(&self.store),
                 file,
                 Arc::clone(&self.file_schema),
                 Arc::clone(ctx.layout),
