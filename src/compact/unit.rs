@@ -674,6 +674,7 @@ impl BucketCompaction<'_> {
             self.batch_size,
             cache_bytes,
             self.meta.io().root_url(),
+            self.schema.id,
             disk,
             self.progress,
         )?;

@@ -125,11 +125,12 @@ impl Tail {
                 &self.task,
             )?);
         }
+        let earliest = meta.earliest_snapshot_id().await?;
         // Changes outlive their snapshot where the table keeps long-lived changelogs.
-        let earliest = if self.table.has_changelog_producer() {
+        let earliest_changes = if self.table.has_changelog_producer() {
             meta.earliest_changes_id().await?
         } else {
-            meta.earliest_snapshot_id().await?
+            earliest
         };
         let latest = match self.options.latest_at_plan {
             Some(id) => id,
@@ -145,7 +146,7 @@ impl Tail {
         let (position, with_full) = match self.options.start {
             StartMode::LatestFull if latest > 0 => full(latest),
             StartMode::LatestFull | StartMode::Latest => (latest, false),
-            StartMode::FromSnapshot(n) => (n.max(earliest.unwrap_or(1)) - 1, false),
+            StartMode::FromSnapshot(n) => (n.max(earliest_changes.unwrap_or(1)) - 1, false),
             StartMode::FromSnapshotFull(n) => full(n),
             StartMode::FromTimestamp(t) => {
                 let before = meta.snapshot_at_or_before(t - 1).await?.map_or(0, |s| s.id);

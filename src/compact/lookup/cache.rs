@@ -104,7 +104,8 @@ pub(crate) fn cached(path: &str) -> Option<Arc<LookupFile>> {
 /// Caches the index of `path`, evicting the oldest entries beyond `max_bytes`.
 pub(crate) fn insert(path: String, file: Arc<LookupFile>, max_bytes: usize) {
     let mut cache = cache().lock().expect("lookup cache lock");
-    if cache.files.contains_key(&path) {
+    // a file bigger than the whole cache would only evict everything else
+    if cache.files.contains_key(&path) || file.bytes > max_bytes {
         return;
     }
     cache.bytes += file.bytes;

@@ -4,8 +4,8 @@
 //! directory (`paimon-lookup-<pid>`), and later lookups read the copy instead of fetching its pages again: the commits
 //! of a long-running writer stop paying for the network. A one-off process never copies.
 //!
-//! Copies are evicted least recently used first beyond the size limit, and when older than the
-//! retention; a copy being read is never evicted.
+//! Copies are evicted least recently used first beyond the size limit, and when unused for
+//! longer than the retention; a copy being read is never evicted.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -38,7 +38,6 @@ pub(crate) struct LocalCopy {
 struct Entry {
     local: std::path::PathBuf,
     bytes: u64,
-    created: Instant,
     last_used: Instant,
     /// Held by every [`LocalCopy`] of the entry: a copy with readers is not evicted.
     pin: Arc<()>,
@@ -88,15 +87,11 @@ pub(crate) async fn local_copy(
 ) -> Result<Option<LocalCopy>> {
     let target = {
         let mut state = copies().lock().expect("lookup copies lock");
+        evict(&mut state, limits);
         if let Some(entry) = state.files.get_mut(key) {
-            if entry.created.elapsed() <= limits.retention {
-                entry.last_used = Instant::now();
-                return Ok(Some(copy_of(entry)?));
-            }
-        }
-        if let Some(expired) = state.files.remove(key) {
-            state.bytes -= expired.bytes;
-            let _ = std::fs::remove_file(&expired.local);
+            // (an expired copy still here is being read: it stays valid)
+            entry.last_used = Instant::now();
+            return Ok(Some(copy_of(entry)?));
         }
         if size > limits.max_bytes {
             return Ok(None);
@@ -124,24 +119,35 @@ pub(crate) async fn local_copy(
         existing.last_used = Instant::now();
         return Ok(Some(copy_of(existing)?));
     }
-    let now = Instant::now();
     let entry = Entry {
         local: target,
         bytes: size,
-        created: now,
-        last_used: now,
+        last_used: Instant::now(),
         pin: Arc::new(()),
     };
     let copy = copy_of(&entry)?;
     state.files.insert(key.to_string(), entry);
     state.bytes += size;
-    evict(&mut state, limits.max_bytes);
+    evict(&mut state, limits);
     Ok(Some(copy))
 }
 
-/// Removes unused copies, least recently used first, until the copies fit in `max_bytes`.
-fn evict(state: &mut Copies, max_bytes: u64) {
-    while state.bytes > max_bytes {
+/// Removes the copies nobody reads that have been unused for longer than the retention, then
+/// more of them, least recently used first, until the copies fit in the size limit.
+fn evict(state: &mut Copies, limits: DiskLimits) {
+    let expired: Vec<String> = state
+        .files
+        .iter()
+        .filter(|(_, e)| Arc::strong_count(&e.pin) == 1 && e.last_used.elapsed() > limits.retention)
+        .map(|(k, _)| k.clone())
+        .collect();
+    for key in expired {
+        if let Some(entry) = state.files.remove(&key) {
+            state.bytes -= entry.bytes;
+            let _ = std::fs::remove_file(&entry.local);
+        }
+    }
+    while state.bytes > limits.max_bytes {
         let victim = state
             .files
             .iter()

@@ -54,6 +54,8 @@ pub(crate) struct LookupContext<'a> {
     /// URL of the table directory; with a scheme other than `file`, files searched again are
     /// copied to local disk within `disk`.
     pub location: &'a str,
+    /// Id of the table schema `layout` comes from.
+    pub schema_id: i64,
     pub disk: DiskLimits,
     pub progress: Option<&'a Arc<StatementProgress>>,
     /// Encodes the first key column alone.
@@ -71,6 +73,7 @@ impl<'a> LookupContext<'a> {
         batch_size: usize,
         cache_bytes: usize,
         location: &'a str,
+        schema_id: i64,
         disk: DiskLimits,
         progress: Option<&'a Arc<StatementProgress>>,
     ) -> Result<Self> {
@@ -84,6 +87,7 @@ impl<'a> LookupContext<'a> {
             batch_size,
             cache_bytes,
             location,
+            schema_id,
             disk,
             progress,
             first_key: RowConverter::new(vec![arrow::row::SortField::new(first_type)])?,
@@ -263,8 +267,23 @@ impl Source {
         }
         match &self.reader {
             Reader::Sorted(file) => {
-                file.find(ctx, keys, first_keys, wanted, self.deleted.as_ref())
-                    .await
+                if let Some(found) = file
+                    .find(ctx, keys, first_keys, wanted, self.deleted.as_ref())
+                    .await?
+                {
+                    return Ok(found);
+                }
+                // Not in key order (as Paimon orders keys, arrow-row order for every key type
+                // we know): searched decoded whole, in any order, from now on.
+                log::warn!(
+                    "Data file /{} is not sorted by its primary key as expected; lookups decode it whole",
+                    self.path
+                );
+                let cache_key = format!("{}#{}#schema-{}", ctx.location, self.path, ctx.schema_id);
+                self.reader = self
+                    .decode_whole(ctx, Arc::clone(ctx.store), self.path.clone(), cache_key)
+                    .await?;
+                Box::pin(self.find(ctx, keys, first_keys, wanted)).await
             }
             Reader::Cached(file) => {
                 let mut rows: Vec<u32> = Vec::new();
@@ -295,23 +314,14 @@ impl Source {
     /// in this process and fits in the cache: then, as any other file, it is decoded whole and
     /// cached for the commits to come.
     async fn open(&mut self, ctx: &LookupContext<'_>) -> Result<Reader> {
-        let cache_key = format!("{}#{}", ctx.location, self.path);
+        let file_key = format!("{}#{}", ctx.location, self.path);
+        // decoded in the layout of one table schema: a later schema needs its own
+        let cache_key = format!("{file_key}#schema-{}", ctx.schema_id);
         if let Some(file) = cache::cached(&cache_key) {
             return Ok(Reader::Cached(file));
         }
-        let searched_before = cache::searched_before(&cache_key);
-        let remote = !ctx.location.starts_with("file:");
-        let (store, path) = match remote && searched_before {
-            true => match disk::local_copy(ctx.store, &cache_key, &self.path, self.size, ctx.disk).await? {
-                Some(copy) => {
-                    let found = (Arc::clone(&copy.store), copy.path.clone());
-                    self.copy = Some(copy);
-                    found
-                }
-                None => (Arc::clone(ctx.store), self.path.clone()),
-            },
-            false => (Arc::clone(ctx.store), self.path.clone()),
-        };
+        let searched_before = cache::searched_before(&file_key);
+        let (mut store, mut path) = (Arc::clone(ctx.store), self.path.clone());
         if FileFormat::of_file(&self.name)? == FileFormat::Parquet {
             let file = SortedFile::open(
                 ctx,
@@ -321,14 +331,40 @@ impl Source {
                 Arc::clone(&self.file_schema),
             )
             .await?;
-            // a file that would take more than half the cache would evict everything else
-            let fits = file.decoded_size() <= ctx.cache_bytes / 2;
-            if !(searched_before && fits) {
+            if !searched_before {
+                // the first search reads only the pages it needs
                 return Ok(Reader::Sorted(file));
             }
+            // a file that would take more than half the cache would evict everything else
+            if file.decoded_size() > ctx.cache_bytes / 2 {
+                // searched again but too big for memory: by sorted merge, from a local copy
+                // of a remote file
+                return Ok(Reader::Sorted(match self.copy_locally(ctx, &file_key).await {
+                    Some((store, path)) => {
+                        SortedFile::open(ctx, store, path, self.size, Arc::clone(&self.file_schema)).await?
+                    }
+                    None => file,
+                }));
+            }
+        } else if searched_before {
+            // ORC and Avro are decoded whole whenever the memory cache misses them
+            if let Some(local) = self.copy_locally(ctx, &file_key).await {
+                (store, path) = local;
+            }
         }
-        // Every row (positions are file positions; the cache outlives deletion vectors),
-        // masked by the file's current vector at lookup.
+        self.decode_whole(ctx, store, path, cache_key).await
+    }
+
+    /// Every row of the file, decoded into the memory cache under `cache_key` (if it fits).
+    /// Positions are file positions (the cache outlives deletion vectors): rows are masked by
+    /// the file's current vector at lookup.
+    async fn decode_whole(
+        &self,
+        ctx: &LookupContext<'_>,
+        store: Arc<dyn ObjectStore>,
+        path: Path,
+        cache_key: String,
+    ) -> Result<Reader> {
         let batches: Vec<RecordBatch> = read_file(
             store,
             FileToRead::whole(path, self.size, true, None),
@@ -347,6 +383,33 @@ impl Source {
         let file = Arc::new(LookupFile::build(batch, ctx.converter, ctx.key_columns)?);
         cache::insert(cache_key, Arc::clone(&file), ctx.cache_bytes);
         Ok(Reader::Cached(file))
+    }
+}
+
+impl Source {
+    /// The store and path of a local copy of this file, made now if needed: only for remote
+    /// warehouses, within `lookup.cache-max-disk-size`. A copy that cannot be made is not an
+    /// error: the file is read from its store.
+    async fn copy_locally(
+        &mut self,
+        ctx: &LookupContext<'_>,
+        key: &str,
+    ) -> Option<(Arc<dyn ObjectStore>, Path)> {
+        if ctx.location.starts_with("file:") {
+            return None;
+        }
+        match disk::local_copy(ctx.store, key, &self.path, self.size, ctx.disk).await {
+            Ok(Some(copy)) => {
+                let local = (Arc::clone(&copy.store), copy.path.clone());
+                self.copy = Some(copy);
+                Some(local)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                log::warn!("{e}; lookups read /{} from its store", self.path);
+                None
+            }
+        }
     }
 }
 

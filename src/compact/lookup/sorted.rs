@@ -97,7 +97,8 @@ impl SortedFile {
     }
 
     /// Finds the keys `wanted` (indices into `keys`/`first_keys`, ascending by key) among the
-    /// live rows of the file (`deleted` masks rows by position).
+    /// live rows of the file (`deleted` masks rows by position); `None` if the file turns out
+    /// not to be sorted by key with one row per key, which the merge relies on.
     pub(super) async fn find(
         &self,
         ctx: &LookupContext<'_>,
@@ -105,14 +106,14 @@ impl SortedFile {
         first_keys: &Rows,
         wanted: &[usize],
         deleted: Option<&DeletionVector>,
-    ) -> Result<Found> {
+    ) -> Result<Option<Found>> {
         let mut ranges = self.ranges_to_read(first_keys, wanted);
         if let Some(dv) = deleted.filter(|dv| !dv.is_empty()) {
             ranges = crate::format::intersect_ranges(&ranges, &dv.kept_row_ranges(self.row_count as u64));
         }
         let mut found = Found::empty(ctx.layout);
         if ranges.is_empty() {
-            return Ok(found);
+            return Ok(Some(found));
         }
         let file = FileToRead {
             rows: Some(ranges.clone().into()),
@@ -131,6 +132,7 @@ impl SortedFile {
         let mut positions = Positions::new(ranges);
         let mut next = 0; // into `wanted`
         let mut pieces = Vec::new();
+        let mut last: Option<OwnedRow> = None;
         while next < wanted.len() {
             let Some(batch) = stream.try_next().await? else {
                 break;
@@ -151,6 +153,19 @@ impl SortedFile {
                 .map(|&c| Arc::clone(batch.column(c)))
                 .collect();
             let batch_keys = ctx.converter.convert_columns(&columns)?;
+            // the merge below relies on it; a level above 0 must be sorted with unique keys
+            let after_previous = match (&last, batch_keys.num_rows()) {
+                (Some(last), n) if n > 0 => last.row() < batch_keys.row(0),
+                _ => true,
+            };
+            if !after_previous
+                || !(1..batch_keys.num_rows()).all(|i| batch_keys.row(i - 1) < batch_keys.row(i))
+            {
+                return Ok(None);
+            }
+            if batch_keys.num_rows() > 0 {
+                last = Some(batch_keys.row(batch_keys.num_rows() - 1).owned());
+            }
             let mut kept: Vec<u32> = Vec::new();
             for (row, key) in batch_keys.iter().enumerate() {
                 while next < wanted.len() && keys.row(wanted[next]) < key {
@@ -170,7 +185,7 @@ impl SortedFile {
             }
         }
         found.batch = arrow::compute::concat_batches(&ctx.layout.schema, &pieces)?;
-        Ok(found)
+        Ok(Some(found))
     }
 
     /// The units that may hold one of the `wanted` keys, as ascending row ranges.
