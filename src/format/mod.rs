@@ -289,6 +289,21 @@ pub(crate) async fn open(
     Ok(OpenedFile { schema, inner })
 }
 
+/// The Parquet file at `path` opened from its footer (and page index) read before: a file
+/// read several times fetches its metadata once.
+pub(crate) fn open_parquet_with_metadata(
+    store: Arc<dyn ObjectStore>,
+    path: &Path,
+    size: u64,
+    metadata: Arc<ParquetMetaData>,
+) -> Result<OpenedFile> {
+    let inner = parquet::open_with_metadata(store, path, size, metadata)?;
+    Ok(OpenedFile {
+        schema: inner.schema(),
+        inner: Opened::Parquet(inner),
+    })
+}
+
 impl OpenedFile {
     /// The file's columns, with the names they were written with.
     pub(crate) fn schema(&self) -> &SchemaRef {

@@ -11,7 +11,9 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::ObjectStore;
-use parquet::arrow::arrow_reader::{ArrowPredicateFn, ArrowReaderOptions, RowFilter, RowSelection};
+use parquet::arrow::arrow_reader::{
+    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, RowFilter, RowSelection,
+};
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnWriter, ArrowRowGroupWriterFactory};
 #[allow(
     deprecated,
@@ -219,6 +221,23 @@ pub(super) async fn open(
         .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
     Ok(Opened {
         builder,
+        path: path.clone(),
+    })
+}
+
+/// The file at `path` opened from its footer (and page index) read before.
+pub(super) fn open_with_metadata(
+    store: Arc<dyn ObjectStore>,
+    path: &Path,
+    size: u64,
+    metadata: Arc<ParquetMetaData>,
+) -> Result<Opened> {
+    #[allow(deprecated, reason = "see the import")]
+    let reader = ParquetObjectReader::new(store, path.clone()).with_file_size(size);
+    let metadata = ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
+        .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
+    Ok(Opened {
+        builder: ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata),
         path: path.clone(),
     })
 }

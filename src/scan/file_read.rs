@@ -18,7 +18,7 @@ use object_store::ObjectStore;
 
 use super::row_selection::{wanted_rows, KeyRange, StatsPruning};
 use crate::deletion_vector::DvRef;
-use crate::format::ValueFilter;
+use crate::format::{OpenedFile, ValueFilter};
 use crate::spec::{DataField, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
 
 /// What to read from every file of a scan: value columns by field id, plus the system columns
@@ -115,16 +115,30 @@ pub(crate) async fn read_file(
     layout: Arc<ReadLayout>,
     batch_size: usize,
 ) -> Result<impl futures::Stream<Item = Result<RecordBatch>> + Send> {
+    let narrowed = file.pruning.is_some() || file.key_range.is_some() || file.rows.is_some();
+    let opened = crate::format::open(Arc::clone(&store), &file.path, file.size, narrowed).await?;
+    read_opened_file(&store, opened, file, file_schema, layout, batch_size).await
+}
+
+/// As [`read_file`], for a file opened already (its footer read; see [`OpenedFile::reopen`]).
+/// `store` holds the deletion vector.
+pub(crate) async fn read_opened_file(
+    store: &Arc<dyn ObjectStore>,
+    opened: OpenedFile,
+    file: FileToRead,
+    file_schema: Arc<TableSchema>,
+    layout: Arc<ReadLayout>,
+    batch_size: usize,
+) -> Result<impl futures::Stream<Item = Result<RecordBatch>> + Send> {
     // Object-store paths have no leading slash; local ones then read as the path they are.
     let shown = format!("/{}", file.path);
     let deleted = match &file.deletion {
-        Some(dv) => Some(dv.load(&store).await.map_err(|e| {
+        Some(dv) => Some(dv.load(store).await.map_err(|e| {
             exec_datafusion_err!("Failed to read the deletion vector of data file {shown}: {e}")
         })?),
         None => None,
     };
     let narrowed = file.pruning.is_some() || file.key_range.is_some() || file.rows.is_some();
-    let opened = crate::format::open(store, &file.path, file.size, narrowed).await?;
     let file_arrow = Arc::clone(opened.schema());
     let pruned = match opened.parquet_metadata() {
         Some(metadata) if narrowed => wanted_rows(

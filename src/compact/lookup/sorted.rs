@@ -16,8 +16,9 @@ use object_store::ObjectStore;
 
 use super::{Found, LookupContext};
 use crate::deletion_vector::DeletionVector;
-use crate::scan::{file_key_units, read_file, FileToRead};
+use crate::scan::{file_key_units, read_opened_file, FileToRead};
 use crate::spec::TableSchema;
+use parquet::file::metadata::ParquetMetaData;
 
 /// A unit of the file (page or row group) and the first-key bounds its statistics give.
 struct Unit {
@@ -31,6 +32,8 @@ struct Unit {
 /// index.
 pub(super) struct SortedFile {
     store: Arc<dyn ObjectStore>,
+    /// The file's footer and page index, read once for every search.
+    metadata: Arc<ParquetMetaData>,
     path: Path,
     size: u64,
     file_schema: Arc<TableSchema>,
@@ -80,8 +83,10 @@ impl SortedFile {
                 max: bound(u.max),
             })
             .collect();
+        let metadata = Arc::clone(metadata);
         Ok(SortedFile {
             store,
+            metadata,
             path,
             size,
             file_schema,
@@ -119,9 +124,16 @@ impl SortedFile {
             rows: Some(ranges.clone().into()),
             ..FileToRead::whole(self.path.clone(), self.size, true, None)
         };
+        let opened = crate::format::open_parquet_with_metadata(
+            Arc::clone(&self.store),
+            &self.path,
+            self.size,
+            Arc::clone(&self.metadata),
+        )?;
         let mut stream = Box::pin(
-            read_file(
-                Arc::clone(&self.store),
+            read_opened_file(
+                &self.store,
+                opened,
                 file,
                 Arc::clone(&self.file_schema),
                 Arc::clone(ctx.layout),
