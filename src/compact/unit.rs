@@ -567,12 +567,17 @@ impl BucketCompaction<'_> {
                 reduced_kinds[row]
             }
         };
-        let equal = RowEquality::new(
-            &combined,
-            &reduced,
-            self.schema,
-            &self.settings.row_deduplicate_ignore,
-        )?;
+        // Encoding every row for the unchanged test is only worth it when it is asked for.
+        let equal = if self.settings.row_deduplicate && merge.emit_changelog {
+            Some(RowEquality::new(
+                &combined,
+                &reduced,
+                self.schema,
+                &self.settings.row_deduplicate_ignore,
+            )?)
+        } else {
+            None
+        };
 
         let mut data_indices: Vec<(usize, usize)> = Vec::new();
         let mut changelog_indices: Vec<(usize, usize)> = Vec::new();
@@ -598,7 +603,7 @@ impl BucketCompaction<'_> {
                 (None, false) => {}
                 (Some(before), false) => emit(before, row_kind::DELETE),
                 (Some(before), true) => {
-                    if self.settings.row_deduplicate && equal.eq(before, after) {
+                    if equal.as_ref().is_some_and(|e| e.eq(before, after)) {
                         continue;
                     }
                     emit(before, row_kind::UPDATE_BEFORE);
