@@ -93,6 +93,16 @@ impl ValueFilter {
     }
 }
 
+impl std::fmt::Display for ValueFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}",
+            datafusion::physical_expr_common::physical_expr::fmt_sql(self.expr.as_ref())
+        )
+    }
+}
+
 /// A [`ValueFilter`] mapped onto one file's columns.
 #[derive(Debug, Clone)]
 pub(crate) struct FileValueFilter {

@@ -233,6 +233,10 @@ impl DisplayAs for PaimonScanExec {
                 if self.files_pruned > 0 {
                     write!(f, ", files_pruned={}", self.files_pruned)?;
                 }
+                if let Some(filter) = &self.ctx.value_filter {
+                    // evaluated in the Parquet reader of files read without a merge
+                    write!(f, ", row_filter=[{filter}]")?;
+                }
                 if let Some(l) = self.limit {
                     write!(f, ", limit={l}")?;
                 }
