@@ -16,9 +16,12 @@ use object_store::ObjectStore;
 
 use super::{Found, LookupContext};
 use crate::deletion_vector::DeletionVector;
-use crate::scan::{file_key_units, read_opened_file, FileToRead};
+use crate::scan::{file_key_units, read_opened_file, FileToRead, ReadLayout};
 use crate::spec::TableSchema;
 use parquet::file::metadata::ParquetMetaData;
+
+/// Fewer wanted keys than one per this many candidate rows: the key columns are read first.
+const SPARSE_FACTOR: usize = 8;
 
 /// A unit of the file (page or row group) and the first-key bounds its statistics give.
 struct Unit {
@@ -104,6 +107,10 @@ impl SortedFile {
     /// Finds the keys `wanted` (indices into `keys`/`first_keys`, ascending by key) among the
     /// live rows of the file (`deleted` masks rows by position); `None` if the file turns out
     /// not to be sorted by key with one row per key, which the merge relies on.
+    ///
+    /// Where the wanted keys are few for the rows their pages hold, the key columns are read
+    /// first and the whole rows only for the keys found (pages without one are not decoded);
+    /// otherwise whole rows are read in one pass.
     pub(super) async fn find(
         &self,
         ctx: &LookupContext<'_>,
@@ -120,9 +127,89 @@ impl SortedFile {
         if ranges.is_empty() {
             return Ok(Some(found));
         }
+        let candidates: usize = ranges.iter().map(|r| r.len()).sum();
+        if wanted.len().saturating_mul(SPARSE_FACTOR) >= candidates {
+            let key_columns = ctx.key_columns.to_vec();
+            let Some((pieces, hits)) = self
+                .merge(ctx, ctx.layout, &key_columns, ranges, keys, wanted, true)
+                .await?
+            else {
+                return Ok(None);
+            };
+            found.batch = arrow::compute::concat_batches(&ctx.layout.schema, &pieces)?;
+            found.hits = hits;
+            return Ok(Some(found));
+        }
+        // Sparse: the key columns first, then the rows found.
+        let key_layout = Arc::new(ReadLayout::new(
+            ctx.key_columns
+                .iter()
+                .map(|&c| ctx.layout.fields[c].clone())
+                .collect(),
+            false,
+        ));
+        let key_columns: Vec<usize> = (0..ctx.key_columns.len()).collect();
+        let Some((_, hits)) = self
+            .merge(ctx, &key_layout, &key_columns, ranges, keys, wanted, false)
+            .await?
+        else {
+            return Ok(None);
+        };
+        if hits.is_empty() {
+            return Ok(Some(found));
+        }
+        let mut rows: Vec<Range<usize>> = Vec::new();
+        for &(_, position) in &hits {
+            let p = position as usize;
+            match rows.last_mut() {
+                Some(last) if last.end == p => last.end = p + 1,
+                _ => rows.push(p..p + 1),
+            }
+        }
+        let batches: Vec<arrow::array::RecordBatch> =
+            self.read(ctx, ctx.layout, rows).await?.try_collect().await?;
+        found.batch = arrow::compute::concat_batches(&ctx.layout.schema, &batches)?;
+        if found.batch.num_rows() != hits.len() {
+            return Err(exec_datafusion_err!(
+                "Lookup in data file /{} read {} rows for {} keys found",
+                self.path,
+                found.batch.num_rows(),
+                hits.len()
+            ));
+        }
+        let read_keys = ctx.converter.convert_columns(
+            &ctx.key_columns
+                .iter()
+                .map(|&c| Arc::clone(found.batch.column(c)))
+                .collect::<Vec<_>>(),
+        )?;
+        if hits
+            .iter()
+            .enumerate()
+            .any(|(i, &(w, _))| read_keys.row(i) != keys.row(w))
+        {
+            return Err(exec_datafusion_err!(
+                "Lookup in data file /{} read other rows than the keys found",
+                self.path
+            ));
+        }
+        if let Some(progress) = ctx.progress {
+            progress.add_rows_read(hits.len());
+        }
+        found.hits = hits;
+        Ok(Some(found))
+    }
+
+    /// The rows `ranges` of the file in `layout`.
+    async fn read(
+        &self,
+        ctx: &LookupContext<'_>,
+        layout: &Arc<ReadLayout>,
+        ranges: Vec<Range<usize>>,
+    ) -> Result<impl futures::Stream<Item = Result<arrow::array::RecordBatch>> + Send> {
         let file = FileToRead {
-            rows: Some(ranges.clone().into()),
-            ..FileToRead::whole(self.path.clone(), self.size, true, None)
+            rows: Some(ranges.into()),
+            ..FileToRead::whole(self.path.clone(), self.size, layout.with_system_columns, None)
         };
         let opened = crate::format::open_parquet_with_metadata(
             Arc::clone(&self.store),
@@ -130,20 +217,36 @@ impl SortedFile {
             self.size,
             Arc::clone(&self.metadata),
         )?;
-        let mut stream = Box::pin(
-            read_opened_file(
-                &self.store,
-                opened,
-                file,
-                Arc::clone(&self.file_schema),
-                Arc::clone(ctx.layout),
-                ctx.batch_size,
-            )
-            .await?,
-        );
+        read_opened_file(
+            &self.store,
+            opened,
+            file,
+            Arc::clone(&self.file_schema),
+            Arc::clone(layout),
+            ctx.batch_size,
+        )
+        .await
+    }
+
+    /// One forward pass over the rows `ranges` (in `layout`, keys at `key_columns`) matching
+    /// the `wanted` keys: the matching rows (with `keep_rows`) and `(wanted key, position)` of
+    /// each. `None` if the file is not sorted by key with one row per key.
+    #[allow(clippy::too_many_arguments)]
+    async fn merge(
+        &self,
+        ctx: &LookupContext<'_>,
+        layout: &Arc<ReadLayout>,
+        key_columns: &[usize],
+        ranges: Vec<Range<usize>>,
+        keys: &Rows,
+        wanted: &[usize],
+        keep_rows: bool,
+    ) -> Result<Option<(Vec<arrow::array::RecordBatch>, Vec<(usize, u64)>)>> {
+        let mut stream = Box::pin(self.read(ctx, layout, ranges.clone()).await?);
         let mut positions = Positions::new(ranges);
         let mut next = 0; // into `wanted`
         let mut pieces = Vec::new();
+        let mut hits = Vec::new();
         let mut last: Option<OwnedRow> = None;
         while next < wanted.len() {
             let Some(batch) = stream.try_next().await? else {
@@ -159,11 +262,7 @@ impl SortedFile {
                     self.path
                 ));
             }
-            let columns: Vec<_> = ctx
-                .key_columns
-                .iter()
-                .map(|&c| Arc::clone(batch.column(c)))
-                .collect();
+            let columns: Vec<_> = key_columns.iter().map(|&c| Arc::clone(batch.column(c))).collect();
             let batch_keys = ctx.converter.convert_columns(&columns)?;
             // the merge below relies on it; a level above 0 must be sorted with unique keys
             let after_previous = match (&last, batch_keys.num_rows()) {
@@ -188,16 +287,15 @@ impl SortedFile {
                 }
                 if keys.row(wanted[next]) == key {
                     kept.push(row as u32);
-                    found.hits.push((wanted[next], batch_positions[row]));
+                    hits.push((wanted[next], batch_positions[row]));
                     next += 1;
                 }
             }
-            if !kept.is_empty() {
+            if keep_rows && !kept.is_empty() {
                 pieces.push(take_record_batch(&batch, &UInt32Array::from(kept))?);
             }
         }
-        found.batch = arrow::compute::concat_batches(&ctx.layout.schema, &pieces)?;
-        Ok(Some(found))
+        Ok(Some((pieces, hits)))
     }
 
     /// The units that may hold one of the `wanted` keys, as ascending row ranges.
