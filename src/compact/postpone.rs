@@ -184,15 +184,7 @@ impl Compaction<'_> {
     fn slice_folding(&self) -> Result<SliceFolding> {
         let columns = self.schema.fields.iter().map(|f| f.name.as_str());
         let engine = MergeEngineSpec::for_columns(self.table, self.schema, columns)?;
-        let key_columns = self
-            .schema
-            .trimmed_primary_keys()
-            .iter()
-            .map(|k| self.schema.fields.iter().position(|f| f.id == k.id))
-            .collect::<Option<Vec<usize>>>()
-            .ok_or_else(|| {
-                exec_datafusion_err!("Primary key of table {} is not among its columns", self.table)
-            })?;
+        let key_columns = self.schema.trimmed_primary_key_indices();
         Ok(SliceFolding {
             engine,
             key_columns,

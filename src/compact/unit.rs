@@ -30,7 +30,7 @@ use super::lookup::{self, LookupContext, LookupFiles, LookupHits};
 use super::settings::{CompactSettings, Producer};
 use crate::deletion_vector::DeletionVectorIndex;
 use crate::io::{DataFileRows, RollingFileWriter};
-use crate::merge::{is_retract, MergeEngineSpec};
+use crate::merge::{is_retract, key_runs, MergeEngineSpec};
 use crate::meta::{PartitionBucket, TableMeta};
 use crate::scan::{read_file, FileToRead, ReadLayout};
 use crate::spec::{row_kind, DataFileMeta, FileKind, ManifestEntry, MergeEngine, TableSchema};
@@ -157,14 +157,14 @@ impl BucketCompaction<'_> {
     }
 
     fn key_columns(&self) -> Result<Vec<usize>> {
-        self.schema
-            .trimmed_primary_keys()
-            .iter()
-            .map(|k| self.schema.fields.iter().position(|f| f.id == k.id))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| {
-                exec_datafusion_err!("Primary key of table {} is not among its columns", self.table)
-            })
+        let columns = self.schema.trimmed_primary_key_indices();
+        if columns.is_empty() {
+            return Err(exec_datafusion_err!(
+                "Table {} has no primary key to compact by",
+                self.table
+            ));
+        }
+        Ok(columns)
     }
 
     /// The records of a data file in the full layout, in batches.
@@ -732,17 +732,7 @@ fn group_by_key(batch: &RecordBatch, converter: &RowConverter, key_columns: &[us
     let keys = converter.convert_columns(&columns)?;
     let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
     order.sort_by(|&a, &b| keys.row(a as usize).cmp(&keys.row(b as usize)));
-    let mut groups = Vec::new();
-    let mut start = 0;
-    while start < order.len() {
-        let key = keys.row(order[start] as usize);
-        let mut end = start + 1;
-        while end < order.len() && keys.row(order[end] as usize) == key {
-            end += 1;
-        }
-        groups.push(start..end);
-        start = end;
-    }
+    let groups = key_runs(&keys, &order);
     Ok(KeyGroups { order, groups })
 }
 

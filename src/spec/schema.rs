@@ -136,6 +136,14 @@ impl TableSchema {
             .collect()
     }
 
+    /// Positions in `fields` of [`Self::trimmed_primary_keys`].
+    pub fn trimmed_primary_key_indices(&self) -> Vec<usize> {
+        self.trimmed_primary_keys()
+            .iter()
+            .filter_map(|k| self.fields.iter().position(|f| f.id == k.id))
+            .collect()
+    }
+
     /// The columns rows are bucketed by: `bucket-key`, else the trimmed primary key.
     pub fn bucket_key(&self) -> Vec<String> {
         match self.options.get("bucket-key") {

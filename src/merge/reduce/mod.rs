@@ -26,7 +26,7 @@ use std::sync::Arc;
 use arrow::array::{AsArray, Int8Array, RecordBatch, UInt32Array};
 use arrow::compute::{interleave_record_batch, take_record_batch};
 use arrow::datatypes::Int8Type;
-use arrow::row::{RowConverter, SortField};
+use arrow::row::{RowConverter, Rows, SortField};
 use datafusion::common::Result;
 
 #[cfg(test)]
@@ -98,21 +98,14 @@ pub(crate) fn fold_batch(
     let mut indices: Vec<(usize, usize)> = Vec::with_capacity(order.len());
     let mut members: Vec<u32> = Vec::new();
     let mut offsets: Vec<usize> = vec![0];
-    let mut start = 0;
-    while start < order.len() {
-        let key = keys.row(order[start] as usize);
-        let mut end = start + 1;
-        while end < order.len() && keys.row(order[end] as usize) == key {
-            end += 1;
-        }
-        if end - start == 1 {
-            indices.push((0, order[start] as usize));
+    for run in key_runs(&keys, &order) {
+        if run.len() == 1 {
+            indices.push((0, order[run.start] as usize));
         } else {
             indices.push((1, offsets.len() - 1));
-            members.extend_from_slice(&order[start..end]);
+            members.extend_from_slice(&order[run]);
             offsets.push(members.len());
         }
-        start = end;
     }
     if members.is_empty() {
         return Ok(take_record_batch(batch, &UInt32Array::from(order))?);
@@ -122,6 +115,22 @@ pub(crate) fn fold_batch(
     let emit = emitted(&reduced, kind_column, true);
     indices.retain(|&(source, g)| source == 0 || emit[g]);
     Ok(interleave_record_batch(&[batch, &reduced.batch], &indices)?)
+}
+
+/// The ranges of `order` (row numbers sorted by key) that hold one key each.
+pub(crate) fn key_runs(keys: &Rows, order: &[u32]) -> Vec<std::ops::Range<usize>> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    while start < order.len() {
+        let key = keys.row(order[start] as usize);
+        let mut end = start + 1;
+        while end < order.len() && keys.row(order[end] as usize) == key {
+            end += 1;
+        }
+        runs.push(start..end);
+        start = end;
+    }
+    runs
 }
 
 /// The row kinds of a batch as a slice (the kind column is non-null Int8).
