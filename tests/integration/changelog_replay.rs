@@ -9,7 +9,7 @@ use arrow::array::{Array, AsArray};
 use arrow::datatypes::Int32Type;
 use datafusion_paimon::PaimonSession;
 
-use crate::run_sql;
+use crate::{latest_snapshot, run_sql};
 
 struct Rng(u64);
 
@@ -51,19 +51,6 @@ async fn state(session: &PaimonSession, table: &str) -> State {
         .into_iter()
         .map(|(_, k, v)| (k, v))
         .collect()
-}
-
-async fn latest_snapshot(session: &PaimonSession, table: &str) -> i64 {
-    let batches = run_sql(
-        session,
-        &format!("SELECT max(snapshot_id) FROM {table}$snapshots"),
-    )
-    .await
-    .expect("snapshots");
-    batches[0]
-        .column(0)
-        .as_primitive::<arrow::datatypes::Int64Type>()
-        .value(0)
 }
 
 /// Applying the changes of every snapshot in (S, E] (`changes(snapshot)` is their query) to the

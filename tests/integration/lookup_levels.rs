@@ -16,7 +16,7 @@ use arrow::array::{Array, AsArray};
 use arrow::datatypes::Int64Type;
 use datafusion_paimon::PaimonSession;
 
-use crate::run_sql;
+use crate::{latest_snapshot, run_sql};
 
 const KEYS: i64 = 100_000;
 
@@ -36,16 +36,6 @@ async fn collect(session: &PaimonSession, sql: &str) -> Vec<(String, i64, i64)> 
     }
     out.sort();
     out
-}
-
-async fn latest_snapshot(session: &PaimonSession, table: &str) -> i64 {
-    let batches = run_sql(
-        session,
-        &format!("SELECT max(snapshot_id) FROM {table}$snapshots"),
-    )
-    .await
-    .expect("snapshots");
-    batches[0].column(0).as_primitive::<Int64Type>().value(0)
 }
 
 async fn lookup_gives_the_spec_changelog(options: &str) {

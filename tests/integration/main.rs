@@ -44,3 +44,18 @@ pub(crate) fn fixture_warehouse() -> PathBuf {
 pub(crate) async fn run_sql(session: &PaimonSession, sql: &str) -> Result<Vec<RecordBatch>> {
     session.sql(sql).await?.collect().await
 }
+
+/// The id of `table`'s latest snapshot (from `$snapshots`).
+pub(crate) async fn latest_snapshot(session: &PaimonSession, table: &str) -> i64 {
+    use arrow::array::AsArray;
+    let batches = run_sql(
+        session,
+        &format!("SELECT max(snapshot_id) FROM {table}$snapshots"),
+    )
+    .await
+    .expect("snapshots");
+    batches[0]
+        .column(0)
+        .as_primitive::<arrow::datatypes::Int64Type>()
+        .value(0)
+}
