@@ -19,9 +19,10 @@
 //!   INSERT OVERWRITE, DELETE/UPDATE rows, truncate, partition drops, with partition values as
 //!   `datafusion-proto` literals); the executor running it writes the files and commits.
 //!
-//! Not distributable (a clear error names the node): `paimon_stream` tailing reads, the
-//! statements our SQL layer plans itself (`INSERT OVERWRITE ... PARTITION (...)`, `CALL`) and the
-//! other system tables.
+//! Statements our SQL layer runs itself (`CALL`, `INSERT OVERWRITE ... PARTITION (...)`, whose
+//! input query still runs on the cluster) execute on the client and return their small result
+//! as a `VALUES` plan, which Ballista can run. Not distributable (a clear error names the node):
+//! `paimon_stream` tailing reads and the other system tables.
 
 //!
 //! Ballista hands each task the plan of a whole stage and narrows only its own leaf nodes

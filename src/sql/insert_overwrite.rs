@@ -120,7 +120,7 @@ pub(crate) async fn execute(session: &PaimonSession, stmt: PartitionOverwrite) -
     let input = source.select(exprs)?.create_physical_plan().await?;
     let plan = table.overwrite_partition(input, &spec).await?;
     let batches = collect(plan, ctx.task_ctx()).await?;
-    ctx.read_batches(batches)
+    super::result_frame::result_frame(ctx, &batches)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod dispatch;
 mod incremental_function;
 mod insert_overwrite;
 mod procedures;
+mod result_frame;
 mod session_options;
 mod stream_function;
 mod use_statement;

@@ -108,13 +108,13 @@ pub(crate) async fn execute(session: &PaimonSession, call: Call) -> Result<DataF
             let expired = expire_snapshots_procedure(session, &call).await?;
             let schema = Arc::new(Schema::new(vec![Field::new("result", DataType::Int64, false)]));
             let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![expired as i64]))])?;
-            return session.context().read_batch(batch);
+            return crate::sql::result_frame::result_frame(session.context(), &[batch]);
         }
         "expire_changelogs" => {
             let expired = expire_changelogs_procedure(session, &call).await?;
             let schema = Arc::new(Schema::new(vec![Field::new("result", DataType::Int64, false)]));
             let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![expired as i64]))])?;
-            return session.context().read_batch(batch);
+            return crate::sql::result_frame::result_frame(session.context(), &[batch]);
         }
         "changelog_capability" => return changelog_capability(session, &call).await,
         "remove_orphan_files" => return remove_orphan_files(session, &call).await,
@@ -126,7 +126,7 @@ pub(crate) async fn execute(session: &PaimonSession, call: Call) -> Result<DataF
     }
     let schema = Arc::new(Schema::new(vec![Field::new("result", DataType::Boolean, false)]));
     let batch = RecordBatch::try_new(schema, vec![Arc::new(BooleanArray::from(vec![true]))])?;
-    session.context().read_batch(batch)
+    crate::sql::result_frame::result_frame(session.context(), &[batch])
 }
 
 /// The integer argument named `arg` (or at `position`) of `sys.<procedure>`, if given.
@@ -245,7 +245,7 @@ async fn remove_orphan_files(session: &PaimonSession, call: &Call) -> Result<Dat
         schema,
         vec![Arc::new(StringArray::from_iter_values(orphans.iter()))],
     )?;
-    session.context().read_batch(batch)
+    crate::sql::result_frame::result_frame(session.context(), &[batch])
 }
 
 /// `sys.expire_partitions(table, expiration_time [, timestamp_formatter [, timestamp_pattern
@@ -292,7 +292,7 @@ async fn expire_partitions(session: &PaimonSession, call: &Call) -> Result<DataF
         schema,
         vec![Arc::new(StringArray::from_iter_values(expired.iter()))],
     )?;
-    session.context().read_batch(batch)
+    crate::sql::result_frame::result_frame(session.context(), &[batch])
 }
 
 enum TagAction {
@@ -423,7 +423,7 @@ async fn changelog_capability(session: &PaimonSession, call: &Call) -> Result<Da
             )),
         ],
     )?;
-    session.context().read_batch(batch)
+    crate::sql::result_frame::result_frame(session.context(), &[batch])
 }
 
 /// A local timestamp `yyyy-MM-dd HH:mm:ss[.SSS]` (or a date) as epoch millis, or epoch millis.

@@ -188,8 +188,10 @@ async fn ballista_codecs_round_trip_tables_and_scans() {
     assert!(error.contains("t$snapshots"), "{error}");
 }
 
-/// Writes through the cluster: INSERTs and a (dynamic partition) INSERT OVERWRITE; a local
-/// session reads what they committed.
+/// Writes through the cluster: INSERTs, a dynamic-partition INSERT OVERWRITE (sinks on
+/// executors), then `CALL sys.compact` and a static-partition INSERT OVERWRITE (run by our
+/// SQL layer on the client, results returned through the cluster); a local session reads what
+/// they committed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ballista_writes_commit_like_a_local_session() {
     let dir = tempfile::tempdir().unwrap();
@@ -218,6 +220,12 @@ async fn ballista_writes_commit_like_a_local_session() {
         format!(
             "INSERT OVERWRITE w VALUES {}",
             values((1..=9).step_by(2).collect(), &|k| format!("({k}, 'odd', 'c')"))
+        ),
+        // statements our SQL layer runs itself: their results come back as VALUES
+        "CALL sys.compact('default.w')".to_string(),
+        format!(
+            "INSERT OVERWRITE w PARTITION (p = 'odd') VALUES {}",
+            values((1..=9).step_by(2).collect(), &|k| format!("({k}, 'c')"))
         ),
     ] {
         let sql = sql.as_str();

@@ -39,5 +39,5 @@ pub(crate) async fn execute(session: &PaimonSession) -> Result<DataFrame> {
         false,
     )]));
     let batch = RecordBatch::try_new(schema, vec![Arc::new(StringArray::from(names))])?;
-    session.context().read_batch(batch)
+    crate::sql::result_frame::result_frame(session.context(), &[batch])
 }
