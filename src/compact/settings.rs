@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use datafusion::common::{exec_datafusion_err, Result};
 
 use super::levels::PickOptions;
+use super::lookup::{DiskLimits, DEFAULT_CACHE_BYTES, DEFAULT_RETENTION};
 use crate::spec::{parse_memory_size, MergeEngine, TableOptions, TableSchema};
 
 /// Paimon's `target-file-size` default for primary-key tables (128 MiB).
@@ -41,6 +42,10 @@ pub(crate) struct CompactSettings {
     pub row_deduplicate_ignore: Vec<String>,
     /// `sequence.field` is set.
     pub has_sequence_field: bool,
+    /// `lookup.cache-max-memory-size` in bytes.
+    pub lookup_cache_bytes: usize,
+    /// `lookup.cache-max-disk-size` and `lookup.cache-file-retention`.
+    pub lookup_disk: DiskLimits,
 }
 
 impl CompactSettings {
@@ -88,6 +93,23 @@ impl CompactSettings {
                 })
                 .unwrap_or_default(),
             has_sequence_field: !options.sequence_fields.is_empty(),
+            // the lookup cache options fall back to Paimon's defaults when unreadable
+            lookup_cache_bytes: o
+                .get("lookup.cache-max-memory-size")
+                .and_then(|v| parse_memory_size(v))
+                .unwrap_or(DEFAULT_CACHE_BYTES),
+            lookup_disk: DiskLimits {
+                max_bytes: o
+                    .get("lookup.cache-max-disk-size")
+                    .and_then(|v| parse_memory_size(v))
+                    .map_or(u64::MAX, |b| b as u64),
+                retention: o
+                    .get("lookup.cache-file-retention")
+                    .and_then(|v| crate::maintenance::expire::parse_duration_ms(v))
+                    .map_or(DEFAULT_RETENTION, |ms| {
+                        std::time::Duration::from_millis(ms.max(0) as u64)
+                    }),
+            },
         })
     }
 }

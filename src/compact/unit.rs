@@ -26,7 +26,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::changelog_rows::{with_kinds, RowEquality};
 use super::key_chunks::{ChunkSource, KeyChunks, Records};
 use super::levels::{Pick, Run};
-use super::lookup::{self, LookupContext, LookupFiles, LookupHits};
+use super::lookup::{LookupContext, LookupFiles, LookupHits};
 use super::settings::{CompactSettings, Producer};
 use crate::deletion_vector::DeletionVectorIndex;
 use crate::io::{DataFileRows, RollingFileWriter};
@@ -646,28 +646,6 @@ impl BucketCompaction<'_> {
             .filter(|e| e.file.level > output_level)
             .filter(|e| !unit.iter().any(|u| u.file.file_name == e.file.file_name))
             .collect();
-        let cache_bytes = self
-            .schema
-            .options
-            .get("lookup.cache-max-memory-size")
-            .and_then(|v| crate::spec::parse_memory_size(v))
-            .unwrap_or(lookup::DEFAULT_CACHE_BYTES);
-        let disk = lookup::DiskLimits {
-            max_bytes: self
-                .schema
-                .options
-                .get("lookup.cache-max-disk-size")
-                .and_then(|v| crate::spec::parse_memory_size(v))
-                .map_or(u64::MAX, |b| b as u64),
-            retention: self
-                .schema
-                .options
-                .get("lookup.cache-file-retention")
-                .and_then(|v| crate::maintenance::expire::parse_duration_ms(v))
-                .map_or(lookup::DEFAULT_RETENTION, |ms| {
-                    std::time::Duration::from_millis(ms.max(0) as u64)
-                }),
-        };
         // the layout's table columns are the schema's fields, in order
         let first_key = self.schema.fields[key_columns[0]].id;
         let ctx = LookupContext::new(
@@ -677,10 +655,10 @@ impl BucketCompaction<'_> {
             converter,
             first_key,
             self.batch_size,
-            cache_bytes,
+            self.settings.lookup_cache_bytes,
             self.meta.io().root_url(),
             self.schema.id,
-            disk,
+            self.settings.lookup_disk,
             self.progress,
         )?;
         LookupFiles::new(ctx, self.meta, &self.dir, candidates, self.deletion_vectors).await

@@ -243,9 +243,37 @@ impl Tail {
 
 /// Snapshot `id` of `table`, or an error saying it expired or does not exist.
 async fn snapshot_of(table: &PaimonTable, id: i64) -> Result<crate::spec::Snapshot> {
+    needed_snapshot(table, id, false).await
+}
+
+/// The snapshot whose changes are read next: for a table with a changelog producer, an expired
+/// snapshot's long-lived changelog (`changelog.num-retained.*`) serves as well.
+async fn changes_of(table: &PaimonTable, id: i64) -> Result<crate::spec::Snapshot> {
+    needed_snapshot(table, id, table.has_changelog_producer()).await
+}
+
+/// Snapshot `id`, or with `long_lived` its long-lived changelog once expired; an error naming
+/// what expired otherwise.
+async fn needed_snapshot(table: &PaimonTable, id: i64, long_lived: bool) -> Result<crate::spec::Snapshot> {
     let meta = table.meta();
-    match meta.snapshot(id).await {
+    let found = if long_lived {
+        meta.snapshot_or_changelog(id).await
+    } else {
+        meta.snapshot(id).await
+    };
+    match found {
         Ok(s) => Ok(s),
+        Err(crate::Error::NotFound { .. }) if long_lived => {
+            let earliest = meta.earliest_changes_id().await?;
+            exec_err!(
+                "Stream of {} needs the changes of snapshot {id}, which {}",
+                table.name(),
+                match earliest {
+                    Some(e) if id < e => format!("have expired (the earliest changes are of snapshot {e})"),
+                    _ => "do not exist".to_string(),
+                }
+            )
+        }
         Err(crate::Error::NotFound { .. }) => {
             let earliest = meta.earliest_snapshot_id().await?;
             exec_err!(
@@ -254,30 +282,6 @@ async fn snapshot_of(table: &PaimonTable, id: i64) -> Result<crate::spec::Snapsh
                 match earliest {
                     Some(e) if id < e => format!("has expired (the earliest snapshot is {e})"),
                     _ => "does not exist".to_string(),
-                }
-            )
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The snapshot whose changes are read next: for a table with a changelog producer, an expired
-/// snapshot's long-lived changelog (`changelog.num-retained.*`) serves as well.
-async fn changes_of(table: &PaimonTable, id: i64) -> Result<crate::spec::Snapshot> {
-    if !table.has_changelog_producer() {
-        return snapshot_of(table, id).await;
-    }
-    let meta = table.meta();
-    match meta.snapshot_or_changelog(id).await {
-        Ok(s) => Ok(s),
-        Err(crate::Error::NotFound { .. }) => {
-            let earliest = meta.earliest_changes_id().await?;
-            exec_err!(
-                "Stream of {} needs the changes of snapshot {id}, which {}",
-                table.name(),
-                match earliest {
-                    Some(e) if id < e => format!("have expired (the earliest changes are of snapshot {e})"),
-                    _ => "do not exist".to_string(),
                 }
             )
         }

@@ -279,7 +279,7 @@ impl Source {
                     "Data file /{} is not sorted by its primary key as expected; lookups decode it whole",
                     self.path
                 );
-                let cache_key = format!("{}#{}#schema-{}", ctx.location, self.path, ctx.schema_id);
+                let (_, cache_key) = self.keys(ctx);
                 self.reader = self
                     .decode_whole(ctx, Arc::clone(ctx.store), self.path.clone(), cache_key)
                     .await?;
@@ -314,9 +314,7 @@ impl Source {
     /// in this process and fits in the cache: then, as any other file, it is decoded whole and
     /// cached for the commits to come.
     async fn open(&mut self, ctx: &LookupContext<'_>) -> Result<Reader> {
-        let file_key = format!("{}#{}", ctx.location, self.path);
-        // decoded in the layout of one table schema: a later schema needs its own
-        let cache_key = format!("{file_key}#schema-{}", ctx.schema_id);
+        let (file_key, cache_key) = self.keys(ctx);
         if let Some(file) = cache::cached(&cache_key) {
             return Ok(Reader::Cached(file));
         }
@@ -387,6 +385,15 @@ impl Source {
 }
 
 impl Source {
+    /// The file's process-wide identity (for local copies and "searched before"), and the key
+    /// of its decoded rows in the memory cache: decoded in the layout of one table schema, a
+    /// later schema needs its own.
+    fn keys(&self, ctx: &LookupContext<'_>) -> (String, String) {
+        let file_key = format!("{}#{}", ctx.location, self.path);
+        let cache_key = format!("{file_key}#schema-{}", ctx.schema_id);
+        (file_key, cache_key)
+    }
+
     /// The store and path of a local copy of this file, made now if needed: only for remote
     /// warehouses, within `lookup.cache-max-disk-size`. A copy that cannot be made is not an
     /// error: the file is read from its store.
