@@ -111,3 +111,27 @@ impl From<Error> for DataFusionError {
         }
     }
 }
+
+/// Whether a missing file (metadata or data, through our I/O or the object store) caused `e`.
+pub(crate) fn is_not_found(e: &DataFusionError) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cause {
+        let found = match err.downcast_ref::<Error>() {
+            Some(Error::NotFound { .. }) => true,
+            Some(Error::ObjectStore(object_store::Error::NotFound { .. })) => true,
+            _ => {
+                matches!(
+                    err.downcast_ref::<object_store::Error>(),
+                    Some(object_store::Error::NotFound { .. })
+                ) || err
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::NotFound)
+            }
+        };
+        if found {
+            return true;
+        }
+        cause = err.source();
+    }
+    false
+}

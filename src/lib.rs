@@ -48,6 +48,7 @@ pub mod testing;
 pub(crate) mod write;
 
 pub use catalog::PaimonCatalog;
+pub use compact::remove_lookup_copies;
 pub use error::{Error, Result};
 pub use scan::{PaimonIncrementalScanExec, PaimonScanExec};
 pub use sql::PaimonSession;

@@ -30,6 +30,7 @@ use datafusion::execution::memory_pool::MemoryPool;
 use self::deletion_vectors::IndexChange;
 use self::levels::{pick_force_level0, pick_universal, sorted_runs, Pick};
 pub(crate) use self::lookup::copied_files as lookup_copied_files;
+pub use self::lookup::remove_lookup_copies;
 pub(crate) use self::settings::{CompactSettings, Producer};
 use self::unit::{BucketCompaction, UnitResult};
 use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};
@@ -78,7 +79,25 @@ impl Compaction<'_> {
     }
 
     /// What follows a write commit on the buckets it wrote (semantics.md §5.1, §5.4, §5.5).
+    ///
+    /// Other processes may commit meanwhile, compacting the same files and expiring the
+    /// snapshots that used them: when files this compaction reads are deleted that way (they are
+    /// gone and newer snapshots exist), its result would be stale anyway, so it is given up like
+    /// a lost compaction conflict. The write itself is committed, and the next write compacts.
     pub(crate) async fn after_write(&self, written: BTreeSet<PartitionBucket>) -> Result<Option<Snapshot>> {
+        let base = self.meta.latest_snapshot_id().await?.unwrap_or(0);
+        match self.after_write_on(written).await {
+            Err(e)
+                if crate::error::is_not_found(&e)
+                    && self.meta.latest_snapshot_id().await?.unwrap_or(0) > base =>
+            {
+                Ok(None)
+            }
+            other => other,
+        }
+    }
+
+    async fn after_write_on(&self, written: BTreeSet<PartitionBucket>) -> Result<Option<Snapshot>> {
         let settings = CompactSettings::new(self.schema)?;
         if settings.write_only || written.is_empty() || !self.schema.has_primary_key() {
             return Ok(None);
@@ -116,12 +135,11 @@ impl Compaction<'_> {
     }
 
     async fn run(&self, scope: &CompactScope, strategy: Strategy) -> Result<Option<Snapshot>> {
-        let Some(latest) = self.meta.latest_snapshot().await? else {
+        let Some((latest, live)) = self.meta.latest_live_files().await? else {
             return Ok(None);
         };
         let settings = CompactSettings::new(self.schema)?;
         let options = TableOptions::parse(&self.schema.options)?;
-        let live = self.meta.live_files(&latest, |_| true).await?;
         // Files written with deletion vectors (by Java Paimon) are read without their deleted rows.
         let deletion_vectors = self.meta.deletion_vectors(&latest).await?;
         let index_entries = match &latest.index_manifest {

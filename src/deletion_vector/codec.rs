@@ -84,7 +84,19 @@ impl DeletionVector {
             if length >= 0 && length as usize != size {
                 return Err(bad(format!("recorded length {length} but the entry says {size}")));
             }
-            let (bitmap, _) = Bitmap32::deserialize_prefix(body, "deletion vector bitmap")?;
+            // The CRC32 of magic + bitmap follows them: a damaged vector would otherwise silently
+            // delete other rows.
+            if let Some(crc) = bytes.get(4 + size..8 + size) {
+                let recorded = u32::from_be_bytes(crc.try_into().expect("4 bytes"));
+                let actual = crc32fast::hash(&bytes[4..4 + size]);
+                if recorded != actual {
+                    return Err(bad(format!(
+                        "CRC32 {actual:08x} of the vector differs from the recorded {recorded:08x}"
+                    )));
+                }
+            }
+            let (bitmap, _) = Bitmap32::deserialize_prefix(body, "deletion vector bitmap")
+                .map_err(|e| bad(e.to_string()))?;
             positions.reserve(bitmap.cardinality() as usize);
             bitmap.extend_values(0, &mut positions);
         } else if u32::from_le_bytes(magic) == MAGIC_64 {
@@ -101,7 +113,8 @@ impl DeletionVector {
                     .get(at..at + 4)
                     .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
                     .ok_or_else(|| bad("truncated 64-bit bitmap".into()))?;
-                let (bitmap, used) = Bitmap32::deserialize_prefix(&body[at + 4..], "deletion vector bitmap")?;
+                let (bitmap, used) = Bitmap32::deserialize_prefix(&body[at + 4..], "deletion vector bitmap")
+                    .map_err(|e| bad(e.to_string()))?;
                 bitmap.extend_values(u64::from(high) << 32, &mut positions);
                 at += 4 + used;
             }
@@ -131,6 +144,25 @@ mod tests {
         let second = DeletionVector::decode(&bytes[33..], 22, "index-x").unwrap();
         assert_eq!(second.positions(), &[1]);
         assert!(DeletionVector::decode(&bytes[1..], 22, "index-x").is_err());
+    }
+
+    /// A flipped bit in the bitmap still decodes as a bitmap, but of other rows: the CRC
+    /// catches it, and the error names the index file.
+    #[test]
+    fn damaged_vector_fails_its_crc() {
+        let mut bytes = hex(PY_FILE);
+        bytes[25] ^= 0x01; // the first stored position, 1, becomes 0: a valid bitmap of other rows
+        let err = DeletionVector::decode(&bytes[1..], 24, "index-x")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("index-x") && err.contains("CRC32"), "{err}");
+        // the second vector is intact
+        assert_eq!(
+            DeletionVector::decode(&bytes[33..], 22, "index-x")
+                .unwrap()
+                .positions(),
+            &[1]
+        );
     }
 
     #[test]

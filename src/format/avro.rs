@@ -124,9 +124,10 @@ pub(super) struct Opened {
 pub(super) async fn open(store: Arc<dyn ObjectStore>, path: &Path) -> Result<Opened> {
     let bytes = super::fetch(&store, path).await?;
     // Reading the header gives the writer's schema.
-    let reader = ReaderBuilder::new()
-        .build(Cursor::new(bytes.clone()))
-        .map_err(|e| exec_datafusion_err!("Failed to open Avro data file /{path}: {e}"))?;
+    let reader = super::unless_panic("Avro", path, || {
+        ReaderBuilder::new().build(Cursor::new(bytes.clone()))
+    })?
+    .map_err(|e| exec_datafusion_err!("Failed to open Avro data file /{path}: {e}"))?;
     Ok(Opened {
         schema: reader.schema(),
         bytes,
@@ -147,16 +148,17 @@ impl Opened {
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let Opened { bytes, schema, path } = self;
         let projection: Vec<usize> = columns.iter().filter_map(|n| schema.index_of(n).ok()).collect();
-        let reader = ReaderBuilder::new()
-            .with_batch_size(batch_size)
-            .with_projection(projection)
-            .build(Cursor::new(bytes))
-            .map_err(|e| exec_datafusion_err!("Failed to read Avro data file /{path}: {e}"))?;
+        let reader = super::unless_panic("Avro", &path, || {
+            ReaderBuilder::new()
+                .with_batch_size(batch_size)
+                .with_projection(projection)
+                .build(Cursor::new(bytes))
+        })?
+        .map_err(|e| exec_datafusion_err!("Failed to read Avro data file /{path}: {e}"))?;
         let deleted: Option<Vec<u64>> = deleted.map(|dv| dv.positions().to_vec());
         let mut position = 0u64;
-        let batches = reader.map(move |batch| {
-            let batch =
-                batch.map_err(|e| exec_datafusion_err!("Failed to read Avro data file /{path}: {e}"))?;
+        let batches = super::guarded_batches("Avro", path, reader).map(move |batch| {
+            let batch = batch?;
             let start = position;
             position += batch.num_rows() as u64;
             match &deleted {

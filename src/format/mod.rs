@@ -387,3 +387,51 @@ mod tests {
         assert!(err.contains("data-1-0.lance") && err.contains("'lance'"), "{err}");
     }
 }
+
+/// Runs a step of a decoder that may panic on damaged input instead of returning an error
+/// (orc-rust and the parquet crate do, on bad lengths, types or compressed blocks): the panic
+/// becomes an error naming the file.
+pub(crate) fn unless_panic<T>(format: &str, path: &Path, step: impl FnOnce() -> T) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(step))
+        .map_err(|panic| decoder_panicked(format, path, panic.as_ref()))
+}
+
+/// The error for a decoder's panic on `path`.
+pub(crate) fn decoder_panicked(
+    format: &str,
+    path: &Path,
+    panic: &(dyn std::any::Any + Send),
+) -> datafusion::error::DataFusionError {
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("no message");
+    datafusion::common::exec_datafusion_err!(
+        "Failed to read {format} data file /{path}: the decoder failed on damaged data ({message})"
+    )
+}
+
+/// The batches of a synchronous decoder, each step guarded by [`unless_panic`], errors naming
+/// the file; nothing follows the first error.
+pub(crate) fn guarded_batches<E: std::fmt::Display>(
+    format: &'static str,
+    path: Path,
+    mut decoder: impl Iterator<Item = std::result::Result<RecordBatch, E>>,
+) -> impl Iterator<Item = Result<RecordBatch>> {
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if failed {
+            return None;
+        }
+        let next = match unless_panic(format, &path, || decoder.next()) {
+            Ok(None) => return None,
+            Ok(Some(batch)) => {
+                batch.map_err(|e| exec_datafusion_err!("Failed to read {format} data file /{path}: {e}"))
+            }
+            Err(e) => Err(e),
+        };
+        failed = next.is_err();
+        Some(next)
+    })
+}

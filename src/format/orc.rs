@@ -121,7 +121,7 @@ pub(super) struct Opened {
 
 pub(super) async fn open(store: Arc<dyn ObjectStore>, path: &Path) -> Result<Opened> {
     let bytes = super::fetch(&store, path).await?;
-    let builder = ArrowReaderBuilder::try_new(bytes)
+    let builder = super::unless_panic("ORC", path, || ArrowReaderBuilder::try_new(bytes))?
         .map_err(|e| exec_datafusion_err!("Failed to open ORC data file /{path}: {e}"))?
         .with_timestamp_precision(TimestampPrecision::Microsecond);
     Ok(Opened {
@@ -152,9 +152,7 @@ impl Opened {
             None => builder,
         };
         let reader = builder.with_projection(mask).with_batch_size(batch_size).build();
-        Ok(futures::stream::iter(reader.map(move |batch| {
-            batch.map_err(|e| exec_datafusion_err!("Failed to read ORC data file /{path}: {e}"))
-        }))
-        .boxed())
+        let batches = super::guarded_batches("ORC", path, reader);
+        Ok(futures::stream::iter(batches).boxed())
     }
 }

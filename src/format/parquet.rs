@@ -8,7 +8,7 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use datafusion::common::{exec_datafusion_err, Result};
 use futures::stream::BoxStream;
-use futures::{StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt};
 use object_store::path::Path;
 use object_store::ObjectStore;
 use parquet::arrow::arrow_reader::{
@@ -216,9 +216,12 @@ pub(super) async fn open(
         PageIndexPolicy::Skip
     };
     let options = ArrowReaderOptions::new().with_page_index_policy(policy);
-    let builder = ParquetRecordBatchStreamBuilder::new_with_options(reader, options)
-        .await
-        .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
+    let builder =
+        std::panic::AssertUnwindSafe(ParquetRecordBatchStreamBuilder::new_with_options(reader, options))
+            .catch_unwind()
+            .await
+            .map_err(|panic| super::decoder_panicked("Parquet", path, panic.as_ref()))?
+            .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
     Ok(Opened {
         builder,
         path: path.clone(),
@@ -234,8 +237,10 @@ pub(super) fn open_with_metadata(
 ) -> Result<Opened> {
     #[allow(deprecated, reason = "see the import")]
     let reader = ParquetObjectReader::new(store, path.clone()).with_file_size(size);
-    let metadata = ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
-        .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
+    let metadata = super::unless_panic("Parquet", path, || {
+        ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
+    })?
+    .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
     Ok(Opened {
         builder: ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata),
         path: path.clone(),
@@ -291,13 +296,19 @@ impl Opened {
             }
             None => builder,
         };
-        let stream = builder
-            .with_projection(mask)
-            .with_batch_size(batch_size)
-            .build()
-            .map_err(|e| exec_datafusion_err!("Failed to read Parquet data file /{path}: {e}"))?;
-        Ok(stream
-            .map_err(move |e| exec_datafusion_err!("Failed to read Parquet data file /{path}: {e}"))
+        let stream = super::unless_panic("Parquet", &path, || {
+            builder.with_projection(mask).with_batch_size(batch_size).build()
+        })?
+        .map_err(|e| exec_datafusion_err!("Failed to read Parquet data file /{path}: {e}"))?;
+        // (after a panic the stream ends: catch_unwind yields the panic, then nothing)
+        Ok(std::panic::AssertUnwindSafe(stream)
+            .catch_unwind()
+            .map(move |item| match item {
+                Ok(batch) => {
+                    batch.map_err(|e| exec_datafusion_err!("Failed to read Parquet data file /{path}: {e}"))
+                }
+                Err(panic) => Err(super::decoder_panicked("Parquet", &path, panic.as_ref())),
+            })
             .boxed())
     }
 }

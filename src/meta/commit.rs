@@ -259,6 +259,22 @@ impl TableMeta {
 
     async fn try_commit(&self, req: &CommitRequest) -> Result<Snapshot> {
         let latest = self.latest_snapshot().await?;
+        let base_id = latest.as_ref().map_or(0, |l| l.id);
+        match self.try_commit_on(req, latest).await {
+            // Another process's expiration deleted what this attempt read (its base snapshot's
+            // manifests, or files of it) because newer snapshots exist now: a lost race like a
+            // conflict, redone on the new latest. A file missing under a still-latest snapshot
+            // is a damaged table, and the error stays.
+            Err(Error::NotFound { .. }) if self.latest_snapshot_id().await?.unwrap_or(0) > base_id => {
+                Err(Error::CommitConflict {
+                    snapshot_id: base_id + 1,
+                })
+            }
+            other => other,
+        }
+    }
+
+    async fn try_commit_on(&self, req: &CommitRequest, latest: Option<Snapshot>) -> Result<Snapshot> {
         let schema = self.latest_schema().await?;
         let mut delta: Vec<ManifestEntry> = Vec::new();
         if !req.compacted.is_empty() {

@@ -40,10 +40,15 @@ impl TableMeta {
         let file = paths::manifest_file(name);
         let shown = self.io.display(&file);
         let bytes = self.io.read(&file, what).await?;
-        let reader = Reader::new(&bytes[..]).map_err(|e| Error::corrupt(&shown, e))?;
-        reader
-            .map(|v| decode(&v.map_err(|e| Error::corrupt(&shown, e))?, &shown))
-            .collect()
+        // apache-avro panics on some damaged headers (an invalid schema name unwrapped):
+        // that is a corrupt file too.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let reader = Reader::new(&bytes[..]).map_err(|e| Error::corrupt(&shown, e))?;
+            reader
+                .map(|v| decode(&v.map_err(|e| Error::corrupt(&shown, e))?, &shown))
+                .collect()
+        }))
+        .unwrap_or_else(|_| Err(Error::corrupt(&shown, "the Avro decoder failed on damaged data")))
     }
 
     /// The records of a manifest list.
@@ -92,6 +97,28 @@ impl TableMeta {
             .await
     }
 
+    /// The latest snapshot and its live files. Another process's expiration may delete the
+    /// manifests of what was the latest snapshot while they are read, once newer snapshots
+    /// exist: then the newer latest is read instead. A manifest missing under the latest
+    /// snapshot is a damaged table, and its error stays.
+    pub(crate) async fn latest_live_files(&self) -> Result<Option<(Snapshot, LiveFiles)>> {
+        let mut attempts = 0;
+        loop {
+            let Some(latest) = self.latest_snapshot().await? else {
+                return Ok(None);
+            };
+            match self.live_files(&latest, |_| true).await {
+                Ok(live) => return Ok(Some((latest, live))),
+                Err(Error::NotFound { .. })
+                    if attempts < 10 && self.latest_snapshot_id().await?.unwrap_or(0) > latest.id =>
+                {
+                    attempts += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// The live data files of a snapshot, reading only manifests that `keep` accepts.
     pub(crate) async fn live_files(
         &self,
@@ -105,8 +132,15 @@ impl TableMeta {
             .filter(keep)
             .collect();
         let manifests = self.read_manifests(&metas).await?;
-        let shown = self.io.display(&paths::snapshot_file(snapshot.id));
-        fold_entries(manifests.into_iter().flatten(), &shown)
+        fold_entries(manifests.into_iter().zip(&metas), |dangling, first| {
+            Error::corrupt(
+                self.io.display(&paths::snapshot_file(snapshot.id)),
+                format!(
+                    "{dangling} DELETE manifest entries have no matching ADD (the first in manifest {})",
+                    self.io.display(&paths::manifest_file(&first.file_name))
+                ),
+            )
+        })
     }
 
     /// Entries of this snapshot's delta manifests (ADD and DELETE, in order).
@@ -127,29 +161,33 @@ impl TableMeta {
 }
 
 /// Replays entries in order: ADD inserts an identity, DELETE removes it.
-fn fold_entries(entries: impl Iterator<Item = ManifestEntry>, snapshot_path: &str) -> Result<LiveFiles> {
+fn fold_entries<'m>(
+    manifests: impl Iterator<Item = (Vec<ManifestEntry>, &'m ManifestFileMeta)>,
+    dangling_error: impl FnOnce(usize, &ManifestFileMeta) -> Error,
+) -> Result<LiveFiles> {
     let mut live: HashMap<_, ManifestEntry> = HashMap::new();
     let mut order = Vec::new();
     let mut dangling = 0usize;
-    for e in entries {
-        let id = e.identity();
-        match e.kind {
-            FileKind::Add => {
-                order.push(id.clone());
-                live.insert(id, e);
-            }
-            FileKind::Delete => {
-                if live.remove(&id).is_none() {
-                    dangling += 1;
+    let mut first_dangling: Option<&ManifestFileMeta> = None;
+    for (entries, manifest) in manifests {
+        for e in entries {
+            let id = e.identity();
+            match e.kind {
+                FileKind::Add => {
+                    order.push(id.clone());
+                    live.insert(id, e);
+                }
+                FileKind::Delete => {
+                    if live.remove(&id).is_none() {
+                        dangling += 1;
+                        first_dangling.get_or_insert(manifest);
+                    }
                 }
             }
         }
     }
-    if dangling > 0 {
-        return Err(Error::corrupt(
-            snapshot_path,
-            format!("{dangling} DELETE manifest entries have no matching ADD"),
-        ));
+    if let Some(first) = first_dangling {
+        return Err(dangling_error(dangling, first));
     }
     let mut out = LiveFiles::default();
     for id in order {

@@ -30,6 +30,17 @@ impl TableMeta {
     /// Follows Java (format.md §3.5): trust `LATEST` = L if `snapshot-(L+1)` does not exist
     /// (a missing `snapshot-L` then surfaces as an error naming it); otherwise list the directory.
     pub(crate) async fn latest_snapshot_id(&self) -> Result<Option<i64>> {
+        if let Some(l) = self.hinted_latest_id().await? {
+            if self.io.exists(&paths::snapshot_file(l)).await? {
+                return Ok(Some(l));
+            }
+            return Ok(Some(self.past_expired_hint(l).await?.unwrap_or(l)));
+        }
+        Ok(self.snapshot_ids().await?.last().copied())
+    }
+
+    /// `LATEST` = L when `snapshot-(L+1)` does not exist.
+    async fn hinted_latest_id(&self) -> Result<Option<i64>> {
         if let Ok(bytes) = self.io.read("snapshot/LATEST", "hint").await {
             if let Ok(l) = std::str::from_utf8(&bytes).unwrap_or("").trim().parse::<i64>() {
                 if l > 0 && !self.io.exists(&paths::snapshot_file(l + 1)).await? {
@@ -37,7 +48,20 @@ impl TableMeta {
                 }
             }
         }
-        Ok(self.snapshot_ids().await?.last().copied())
+        Ok(None)
+    }
+
+    /// The hint named `snapshot-hint`, which is gone. A writer that lagged behind can leave the
+    /// hint at a snapshot that other writers' expiration has removed together with its successor:
+    /// then later snapshots exist, and the latest of them is the answer. Without any, the table
+    /// is damaged and None lets the read of `snapshot-hint` fail naming it.
+    async fn past_expired_hint(&self, hint: i64) -> Result<Option<i64>> {
+        Ok(self
+            .snapshot_ids()
+            .await?
+            .last()
+            .copied()
+            .filter(|&last| last > hint))
     }
 
     /// The earliest snapshot id present, or None for a table without snapshots.
@@ -49,10 +73,20 @@ impl TableMeta {
 
     /// The latest snapshot, if any.
     pub(crate) async fn latest_snapshot(&self) -> Result<Option<Snapshot>> {
-        match self.latest_snapshot_id().await? {
-            Some(id) => Ok(Some(self.snapshot(id).await?)),
-            None => Ok(None),
-        }
+        let id = match self.hinted_latest_id().await? {
+            Some(l) => match self.snapshot(l).await {
+                Err(Error::NotFound { .. }) => match self.past_expired_hint(l).await? {
+                    Some(later) => later,
+                    None => l, // damaged: fails again below, naming it
+                },
+                other => return other.map(Some),
+            },
+            None => match self.snapshot_ids().await?.last() {
+                Some(&last) => last,
+                None => return Ok(None),
+            },
+        };
+        Ok(Some(self.snapshot(id).await?))
     }
 
     /// All live snapshots, ascending by id.

@@ -169,6 +169,7 @@ pub(crate) fn section_stream(
         });
     }
     metrics.runs_merged.add(runs.len());
+    let merged_files = format!("{} of {dir}", describe_files(&runs));
     // In lookup mode every run is one level (`split::level_runs`).
     let run_levels: Option<Vec<i32>> = ctx
         .lookup_read
@@ -195,7 +196,7 @@ pub(crate) fn section_stream(
         keep_retracts: ctx.keep_retracts,
         batch_size,
     };
-    match &ctx.engine {
+    let merged = match &ctx.engine {
         Some(engine) => merge_runs(
             Arc::clone(&layout.schema),
             streams,
@@ -203,14 +204,46 @@ pub(crate) fn section_stream(
             metrics.merge.clone(),
             engine,
             run_levels,
-        ),
+        )?,
         None => merge_sorted_runs(
             Arc::clone(&layout.schema),
             streams,
             options,
             metrics.merge.clone(),
-        ),
+        )?,
+    };
+    // The merge finds damage no file reader sees (a run out of key order): say which files.
+    let merged = merged.map_err(move |e| e.context(format!("merging {merged_files}")));
+    Ok(Box::pin(RecordBatchStreamAdapter::new(
+        Arc::clone(&layout.schema),
+        merged,
+    )))
+}
+
+/// "data files a, b (run 0), c (run 1)" for error messages, at most 8 names.
+fn describe_files(runs: &[Vec<SplitFile>]) -> String {
+    const SHOWN: usize = 8;
+    let total: usize = runs.iter().map(Vec::len).sum();
+    let mut parts = Vec::new();
+    let mut shown = 0;
+    for (i, run) in runs.iter().enumerate() {
+        let names: Vec<&str> = run
+            .iter()
+            .take(SHOWN.saturating_sub(shown))
+            .map(|f| f.file_name.as_str())
+            .collect();
+        if names.is_empty() {
+            break;
+        }
+        shown += names.len();
+        parts.push(format!("{} (run {i})", names.join(", ")));
     }
+    let more = if total > shown {
+        format!(" and {} more", total - shown)
+    } else {
+        String::new()
+    };
+    format!("data files {}{more}", parts.join(", "))
 }
 
 /// Projects a merged batch to the output schema, adding `rowkind` for `$audit_log` and

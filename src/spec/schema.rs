@@ -71,12 +71,23 @@ impl TableSchema {
                 .entry("file.format".into())
                 .or_insert_with(|| "orc".into());
         }
+        let partition_keys = strings("partitionKeys")?;
+        let primary_keys = strings("primaryKeys")?;
+        for (what, key) in partition_keys
+            .iter()
+            .map(|k| ("partition key", k))
+            .chain(primary_keys.iter().map(|k| ("primary key", k)))
+        {
+            if !fields.iter().any(|f| &f.name == key) {
+                return Err(Error::corrupt(path, format!("{what} '{key}' is not a field")));
+            }
+        }
         Ok(TableSchema {
             version,
             id: v.get("id").and_then(Value::as_i64).ok_or_else(|| bad("id"))?,
             highest_field_id: v.get("highestFieldId").and_then(Value::as_i64).unwrap_or(0) as i32,
-            partition_keys: strings("partitionKeys")?,
-            primary_keys: strings("primaryKeys")?,
+            partition_keys,
+            primary_keys,
             options,
             comment: v.get("comment").and_then(Value::as_str).map(str::to_string),
             time_millis: v.get("timeMillis").and_then(Value::as_i64).unwrap_or(0),
@@ -198,5 +209,16 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("schema-9"));
+        // a damaged field name leaves the key pointing nowhere: the file is corrupt
+        let damaged = String::from_utf8(json.to_vec())
+            .unwrap()
+            .replace(r#""name":"k""#, r#""name":"j""#);
+        let err = TableSchema::from_json(damaged.as_bytes(), "schema-0")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("schema-0") && err.contains("primary key 'k' is not a field"),
+            "{err}"
+        );
     }
 }

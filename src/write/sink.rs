@@ -444,8 +444,7 @@ impl PaimonSink {
     /// Next sequence number of every bucket that already holds files.
     async fn next_sequences(&self) -> Result<HashMap<PartitionBucket, i64>> {
         let mut next = HashMap::new();
-        if let Some(latest) = self.meta.latest_snapshot().await? {
-            let live = self.meta.live_files(&latest, |_| true).await?;
+        if let Some((_, live)) = self.meta.latest_live_files().await? {
             for (group, entries) in &live.groups {
                 let max = entries
                     .iter()

@@ -183,7 +183,7 @@ pub(crate) fn copy_dir(src: &std::path::Path, dst: &std::path::Path) -> std::io:
     Ok(())
 }
 
-async fn upload_dir(store: &Arc<dyn ObjectStore>, src: &std::path::Path, dst: &Path) {
+pub(crate) async fn upload_dir(store: &Arc<dyn ObjectStore>, src: &std::path::Path, dst: &Path) {
     for entry in std::fs::read_dir(src).expect("fixture directory") {
         let entry = entry.expect("directory entry");
         let name = entry.file_name().into_string().expect("UTF-8 file name");

@@ -20,6 +20,7 @@ mod incremental;
 mod long_history;
 mod lookup_levels;
 mod metrics;
+mod mutated_files;
 mod object_store_s3;
 mod tailing;
 

@@ -304,11 +304,49 @@ def normalise_system_table(name, table):
     return table
 
 
+def check_concurrent_writers(report, py, spec):
+    """The end state of concurrent_writer.sh's statements, independent of how the commits of the
+    writers interleaved: no row lost, none duplicated, and each writer's hot key at its last
+    statement (its own statements commit in order)."""
+    ident, counts = spec.split(":")
+    writers, commits = (int(x) for x in counts.split(","))
+    expected = []
+    for w in range(writers):
+        expected.append((w + 1, w, commits - 1))
+        deleted = {c - 5 for c in range(commits) if c % 10 == 9}
+        expected += [(1000 * (w + 1) + c, w, c) for c in range(commits) if c not in deleted]
+    label = f"{ident} (end state of {writers} concurrent writers)"
+    try:
+        table = py.read(ident)
+        snaps = py.read(ident + "$snapshots").to_pylist()
+    except Exception as e:  # noqa: BLE001
+        report.fail(label, f"pypaimon cannot read it: {e!r}")
+        return
+    got = sorted(zip(*(table.column(c).to_pylist() for c in ("k", "writer", "commit_no"))))
+    if got != sorted(expected):
+        only_got = sorted(set(got) - set(expected))[:MAX_DIFF_ROWS]
+        missing = sorted(set(expected) - set(got))[:MAX_DIFF_ROWS]
+        report.fail(label, f"{len(got)} rows, expected {len(expected)}; unexpected {only_got}, missing {missing}")
+        return
+    statements = writers * (commits + sum(1 for c in range(commits) if c % 10 == 9))
+    latest = max(s["snapshot_id"] for s in snaps)
+    compactions = sum(1 for s in snaps if s["commit_kind"] == "COMPACT")
+    if latest < statements:
+        report.fail(label, f"latest snapshot {latest}, but {statements} statements committed")
+        return
+    report.ok(label, f"{len(got)} rows; snapshots up to {latest} ({len(snaps)} kept, {compactions} COMPACT)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--warehouse", required=True)
     parser.add_argument("--cli", required=True, help="the paimon-sql binary")
     parser.add_argument("--work", help="scratch directory (default: a temporary one, removed)")
+    parser.add_argument(
+        "--concurrent",
+        metavar="DB.TABLE:WRITERS,COMMITS",
+        help="the table tests/interop/concurrent_writer.sh wrote: check its end state exactly",
+    )
     args = parser.parse_args()
 
     warehouse = os.path.abspath(args.warehouse)
@@ -358,6 +396,9 @@ def main():
                 theirs = e
             expected.append((label, job, theirs, sys_name))
             jobs.append(job)
+
+    if args.concurrent:
+        check_concurrent_writers(report, py, args.concurrent)
 
     error = run_cli(args.cli, warehouse, work, jobs)
     if error:

@@ -8,7 +8,8 @@
 # 2. the paimon-sql CLI (debug build, default features);
 # 3. paimon-sql runs tests/interop/write.sql against a fresh temporary warehouse (removed at exit;
 #    set INTEROP_KEEP=1 to keep it and the dumps, for debugging);
-# 4. tests/interop/read_with_pypaimon.py reads every snapshot of every table, and the system tables
+# 4. 4 paimon-sql processes commit into one table at once (tests/interop/concurrent_writer.sh);
+# 5. tests/interop/read_with_pypaimon.py reads every snapshot of every table, and the system tables
 #    $snapshots/$schemas/$options/$files, with pypaimon and with paimon-sql and compares them.
 #
 # Needs python3 (3.9+) with the venv module and access to PyPI for the first run.
@@ -65,9 +66,22 @@ if ! ls -d "$warehouse"/interop.db/*/schema >/dev/null 2>&1; then
     exit 1
 fi
 
+# Separate processes racing for the same snapshot ids, with compaction and expiration on.
+writers=4 commits=50
+step "$writers concurrent paimon-sql writers x $commits INSERTs (interop.concurrent_writers)"
+pids=()
+for ((w = 0; w < writers; w++)); do
+    bash tests/interop/concurrent_writer.sh "$cli" "$warehouse" "$w" "$commits" &
+    pids+=($!)
+done
+for pid in "${pids[@]}"; do
+    wait "$pid" || { echo "a concurrent writer failed (see its error above)" >&2; exit 1; }
+done
+
 step "read with pypaimon $PYPAIMON_VERSION and compare"
 status=0
-"$python" tests/interop/read_with_pypaimon.py --warehouse "$warehouse" --cli "$cli" --work "$work/dumps" || status=$?
+"$python" tests/interop/read_with_pypaimon.py --warehouse "$warehouse" --cli "$cli" --work "$work/dumps" \
+    --concurrent "interop.concurrent_writers:$writers,$commits" || status=$?
 
 step "done"
 exit $status

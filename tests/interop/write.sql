@@ -466,3 +466,21 @@ CREATE TABLE interop.cow_append (k INT, p STRING, v STRING) PARTITIONED BY (p);
 INSERT INTO interop.cow_append VALUES (1, 'x', 'a'), (2, 'x', 'b'), (3, 'y', 'c'), (4, 'y', 'd');
 DELETE FROM interop.cow_append WHERE k = 2;
 UPDATE interop.cow_append SET v = upper(v) WHERE k >= 3;
+
+----------------------------------------------------------------------------------------------------
+-- Concurrent writers: tests/interop/run.sh starts 4 paimon-sql processes at once, each committing
+-- 50 INSERTs and 5 DELETEs into this table (tests/interop/concurrent_writer.sh). Compaction
+-- triggers after 3 sorted runs and snapshots expire beyond 10, while the others commit.
+-- read_with_pypaimon.py --concurrent checks the end state row by row.
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.concurrent_writers (
+    k BIGINT,
+    writer INT,
+    commit_no INT,
+    PRIMARY KEY (k) NOT ENFORCED
+) WITH (
+    'bucket' = '2',
+    'num-sorted-run.compaction-trigger' = '3',
+    'snapshot.num-retained.min' = '5',
+    'snapshot.num-retained.max' = '10'
+);

@@ -110,7 +110,10 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    match run(args).await {
+    let result = run(args).await;
+    // a long session may have copied remote files for lookups: leave nothing behind
+    datafusion_paimon::remove_lookup_copies();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("Error: {}", error_chain(&e));

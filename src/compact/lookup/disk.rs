@@ -6,6 +6,12 @@
 //!
 //! Copies are evicted least recently used first beyond the size limit, and when unused for
 //! longer than the retention; a copy being read is never evicted.
+//!
+//! The directory must not outlive its process, but a process-wide static is never dropped and a
+//! process may be killed. So the process holds an OS lock on `paimon-lookup-<pid>.lock` beside its
+//! directory for as long as it lives (the OS releases it however the process ends), and the next
+//! process to make a directory removes every directory whose lock it can take. A program can also
+//! remove its own at exit with [`remove_lookup_copies`] (the CLI does).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -44,10 +50,93 @@ struct Entry {
 }
 
 struct Copies {
-    dir: Option<std::path::PathBuf>,
+    dir: Option<OwnedDir>,
     files: HashMap<String, Entry>,
     bytes: u64,
     next_id: u64,
+}
+
+/// This process's directory of copies, and the locked file that says it is alive.
+struct OwnedDir {
+    path: std::path::PathBuf,
+    lock_path: std::path::PathBuf,
+    _lock: std::fs::File,
+}
+
+const DIR_PREFIX: &str = "paimon-lookup-";
+
+/// Creates this process's directory in `parent`, after removing those of processes that ended.
+fn create_owned_dir(parent: &std::path::Path) -> Result<OwnedDir> {
+    remove_abandoned_dirs(parent);
+    let name = format!("{DIR_PREFIX}{}", std::process::id());
+    let path = parent.join(&name);
+    let lock_path = parent.join(format!("{name}.lock"));
+    let failed =
+        |e: std::io::Error| exec_datafusion_err!("Cannot create {} for lookup copies: {e}", path.display());
+    // the lock first, so a directory without one is always being created (or abandoned long ago)
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(failed)?;
+    lock.try_lock()
+        .map_err(|e| exec_datafusion_err!("Cannot lock {} for lookup copies: {e}", lock_path.display()))?;
+    std::fs::create_dir_all(&path).map_err(failed)?;
+    Ok(OwnedDir {
+        path,
+        lock_path,
+        _lock: lock,
+    })
+}
+
+/// Removes the copy directories in `parent` whose process has ended: their lock can be taken,
+/// or (made before the lock existed) they have no lock and are older than a day. Best effort.
+fn remove_abandoned_dirs(parent: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with(DIR_PREFIX) || name.ends_with(".lock") {
+            continue;
+        }
+        let dir = entry.path();
+        let lock_path = parent.join(format!("{name}.lock"));
+        match std::fs::OpenOptions::new().write(true).open(&lock_path) {
+            Ok(lock) => {
+                if lock.try_lock().is_ok() {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    let _ = std::fs::remove_file(&lock_path);
+                }
+            }
+            Err(_) => {
+                let stale = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > Duration::from_secs(24 * 3600));
+                if stale {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+            }
+        }
+    }
+}
+
+/// Removes this process's local copies and their directory (copies being read stay until the
+/// next process sweeps). Call at exit; lookups after it make a new directory.
+pub fn remove_lookup_copies() {
+    let mut state = copies().lock().expect("lookup copies lock");
+    let Some(dir) = state.dir.take() else {
+        return;
+    };
+    state.files.clear();
+    state.bytes = 0;
+    let _ = std::fs::remove_dir_all(&dir.path);
+    let _ = std::fs::remove_file(&dir.lock_path);
 }
 
 fn copies() -> &'static Mutex<Copies> {
@@ -97,15 +186,13 @@ pub(crate) async fn local_copy(
             return Ok(None);
         }
         let dir = match &state.dir {
-            Some(dir) => dir.clone(),
+            Some(dir) => dir.path.clone(),
             None => {
                 // one directory per process, in the system's temporary directory
-                let dir = std::env::temp_dir().join(format!("paimon-lookup-{}", std::process::id()));
-                std::fs::create_dir_all(&dir).map_err(|e| {
-                    exec_datafusion_err!("Cannot create {} for lookup copies: {e}", dir.display())
-                })?;
-                state.dir = Some(dir.clone());
-                dir
+                let dir = create_owned_dir(&std::env::temp_dir())?;
+                let path = dir.path.clone();
+                state.dir = Some(dir);
+                path
             }
         };
         state.next_id += 1;
@@ -193,4 +280,41 @@ async fn download(remote: &Arc<dyn ObjectStore>, path: &Path, target: &std::path
 pub(crate) fn copied_files() -> Vec<String> {
     let state = copies().lock().expect("lookup copies lock");
     state.files.keys().cloned().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A directory whose process ended (its lock is free) is removed when the next one is made;
+    /// one whose lock is held stays; the new one holds its own lock until it is removed.
+    #[test]
+    fn abandoned_directories_are_removed() {
+        let parent = tempfile::tempdir().unwrap();
+        let abandoned = parent.path().join(format!("{DIR_PREFIX}1"));
+        std::fs::create_dir(&abandoned).unwrap();
+        std::fs::write(abandoned.join("1-data.parquet"), b"x").unwrap();
+        std::fs::write(parent.path().join(format!("{DIR_PREFIX}1.lock")), b"").unwrap();
+
+        let alive = parent.path().join(format!("{DIR_PREFIX}2"));
+        std::fs::create_dir(&alive).unwrap();
+        let alive_lock = std::fs::File::create(parent.path().join(format!("{DIR_PREFIX}2.lock"))).unwrap();
+        alive_lock.lock().unwrap();
+
+        let ours = create_owned_dir(parent.path()).unwrap();
+        assert!(!abandoned.exists(), "the abandoned directory is removed");
+        assert!(!parent.path().join(format!("{DIR_PREFIX}1.lock")).exists());
+        assert!(alive.exists(), "a live process's directory stays");
+        assert!(ours.path.is_dir());
+
+        // another process sweeping now keeps ours: its lock is held
+        remove_abandoned_dirs(parent.path());
+        assert!(ours.path.is_dir());
+        drop(ours);
+        drop(alive_lock);
+        // both processes have ended
+        remove_abandoned_dirs(parent.path());
+        let left: Vec<_> = std::fs::read_dir(parent.path()).unwrap().flatten().collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
 }

@@ -35,6 +35,7 @@ use crate::scan::{read_file, FileToRead, ReadLayout};
 use crate::spec::{BinaryRow, DataType, ManifestEntry, TableSchema};
 
 pub(crate) use self::cache::DEFAULT_CACHE_BYTES;
+pub use self::disk::remove_lookup_copies;
 pub(crate) use self::disk::{copied_files, DiskLimits, DEFAULT_RETENTION};
 
 /// What every lookup of a unit reads with.
