@@ -1,9 +1,15 @@
-//! A commit that dies part-way never leaves a broken table (format.md §8.1, §8.2): data files
-//! first, manifests next, the snapshot last and atomically. The store below "crashes" at the
-//! n-th write of an INSERT: that write and every later write or delete fail, as if the process
-//! had died (no clean-up runs). For every n until the INSERT gets through: a fresh session (the
-//! restart) reads exactly the previous state or exactly the new one, a retry commits, and
-//! `sys.remove_orphan_files` then removes what the crash left without touching the table.
+//! A statement that dies part-way never leaves a broken table (format.md §8.1, §8.2): data files
+//! first, manifests next, the snapshot last and atomically; expiration deletes snapshot files
+//! before what only they used. The store below "crashes" at the n-th write or delete of a
+//! statement: that call fails (or panics, as a dying process may) and every later write or
+//! delete fails, as if the process had died (no clean-up runs). For an INSERT (dynamic buckets,
+//! lookup changelog, compaction), a full compaction, an INSERT OVERWRITE and a snapshot
+//! expiration, and for every n until the statement gets through:
+//!
+//! * a fresh session (the restart) reads exactly the previous state or exactly the new one, and
+//!   every snapshot `$snapshots` lists still reads;
+//! * a retry of the statement succeeds and gives the new state;
+//! * `sys.remove_orphan_files` then removes what the crash left without touching the table.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -12,6 +18,7 @@ use std::sync::Arc;
 use arrow::array::AsArray;
 use arrow::datatypes::Int64Type;
 use async_trait::async_trait;
+use datafusion::common::runtime::SpawnedTask;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_paimon::sql::{DEFAULT_CATALOG, DEFAULT_DATABASE};
 use datafusion_paimon::PaimonSession;
@@ -26,31 +33,25 @@ use object_store::{
 
 use crate::run_sql;
 
-/// An in-memory store that fails every write and delete from the `crash_at`-th write on.
+/// When the store crashes, shared with the delete streams it hands out.
 #[derive(Debug)]
-struct CrashingStore {
-    inner: InMemory,
+struct Crash {
     writes: AtomicUsize,
     crash_at: AtomicUsize,
     crashed: AtomicBool,
+    /// Panic at the crash point instead of failing the call.
+    panic: AtomicBool,
 }
 
-impl CrashingStore {
-    fn arm(&self, crash_at: usize) {
-        self.writes.store(0, Ordering::SeqCst);
-        self.crash_at.store(crash_at, Ordering::SeqCst);
-        self.crashed.store(false, Ordering::SeqCst);
-    }
-
-    fn disarm(&self) {
-        self.crash_at.store(usize::MAX, Ordering::SeqCst);
-        self.crashed.store(false, Ordering::SeqCst);
-    }
-
-    fn write_allowed(&self) -> Result<()> {
+impl Crash {
+    /// Counts one write or delete; fails it from the crash point on.
+    fn allow(&self) -> Result<()> {
         let n = self.writes.fetch_add(1, Ordering::SeqCst);
-        if n >= self.crash_at.load(Ordering::SeqCst) {
+        if n == self.crash_at.load(Ordering::SeqCst) {
             self.crashed.store(true, Ordering::SeqCst);
+            if self.panic.load(Ordering::SeqCst) {
+                panic!("the writer crashed (injected panic at write {n})");
+            }
         }
         if self.crashed.load(Ordering::SeqCst) {
             return Err(object_store::Error::Generic {
@@ -59,6 +60,40 @@ impl CrashingStore {
             });
         }
         Ok(())
+    }
+}
+
+/// An in-memory store that fails every write and delete from the `crash_at`-th one on.
+#[derive(Debug)]
+struct CrashingStore {
+    inner: InMemory,
+    crash: Arc<Crash>,
+}
+
+impl CrashingStore {
+    fn new() -> Arc<Self> {
+        Arc::new(CrashingStore {
+            inner: InMemory::new(),
+            crash: Arc::new(Crash {
+                writes: AtomicUsize::new(0),
+                crash_at: AtomicUsize::new(usize::MAX),
+                crashed: AtomicBool::new(false),
+                panic: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    fn arm(&self, crash_at: usize, panic: bool) {
+        self.crash.writes.store(0, Ordering::SeqCst);
+        self.crash.panic.store(panic, Ordering::SeqCst);
+        self.crash.crashed.store(false, Ordering::SeqCst);
+        self.crash.crash_at.store(crash_at, Ordering::SeqCst);
+    }
+
+    /// Disarms the store; whether it crashed.
+    fn disarm(&self) -> bool {
+        self.crash.crash_at.store(usize::MAX, Ordering::SeqCst);
+        self.crash.crashed.swap(false, Ordering::SeqCst)
     }
 }
 
@@ -71,7 +106,7 @@ impl fmt::Display for CrashingStore {
 #[async_trait]
 impl ObjectStore for CrashingStore {
     async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
-        self.write_allowed()?;
+        self.crash.allow()?;
         self.inner.put_opts(location, payload, opts).await
     }
 
@@ -80,7 +115,7 @@ impl ObjectStore for CrashingStore {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
-        self.write_allowed()?;
+        self.crash.allow()?;
         self.inner.put_multipart_opts(location, opts).await
     }
 
@@ -89,17 +124,14 @@ impl ObjectStore for CrashingStore {
     }
 
     fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
-        if self.crashed.load(Ordering::SeqCst) {
-            return locations
-                .map(|_| {
-                    Err(object_store::Error::Generic {
-                        store: "crashing",
-                        source: "the writer crashed".into(),
-                    })
-                })
-                .boxed();
-        }
-        self.inner.delete_stream(locations)
+        let crash = Arc::clone(&self.crash);
+        let allowed = locations
+            .map(move |location| {
+                crash.allow()?;
+                location
+            })
+            .boxed();
+        self.inner.delete_stream(allowed)
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
@@ -111,7 +143,7 @@ impl ObjectStore for CrashingStore {
     }
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        self.write_allowed()?;
+        self.crash.allow()?;
         self.inner.copy_opts(from, to, options).await
     }
 }
@@ -143,69 +175,109 @@ async fn count_and_sum(session: &PaimonSession) -> (i64, i64) {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_crash_at_any_write_leaves_the_previous_or_the_new_state() {
-    let store = Arc::new(CrashingStore {
-        inner: InMemory::new(),
-        writes: AtomicUsize::new(0),
-        crash_at: AtomicUsize::new(usize::MAX),
-        crashed: AtomicBool::new(false),
-    });
-    let setup = session(&store).await;
-    run_sql(&setup, "CREATE DATABASE c").await.unwrap();
-    // Dynamic buckets and a lookup producer: data, changelog, HASH index, manifests, index
-    // manifest and a compaction per statement, so many writes can be interrupted.
-    run_sql(
-        &setup,
-        "CREATE TABLE c.t (k INT, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('changelog-producer' = 'lookup')",
+/// Rows and sum of `v`, the table's observable state.
+type State = (i64, i64);
+
+/// A statement to crash, on a table prepared by `setup`.
+struct Scenario {
+    name: &'static str,
+    setup: &'static [&'static str],
+    statement: &'static str,
+    before: State,
+    after: State,
+}
+
+/// Runs `sql` in its own task, so an injected panic ends the statement, not the test.
+async fn run_to_end(session: &PaimonSession, sql: &str) -> std::result::Result<(), String> {
+    let session = session.clone();
+    let sql = sql.to_string();
+    match SpawnedTask::spawn(async move { run_sql(&session, &sql).await })
+        .join()
+        .await
+    {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(panic) => Err(format!("panicked: {panic}")),
+    }
+}
+
+/// Every snapshot `$snapshots` lists reads (a crashed expiration must not leave a listed
+/// snapshot whose files are gone).
+async fn assert_snapshots_read(session: &PaimonSession, context: &str) {
+    let ids = run_sql(
+        session,
+        "SELECT snapshot_id FROM c.t$snapshots ORDER BY snapshot_id",
     )
     .await
-    .unwrap();
-    run_sql(&setup, "INSERT INTO c.t VALUES (1, 10), (2, 20)")
-        .await
-        .unwrap();
-    let before = count_and_sum(&setup).await;
-    assert_eq!(before, (2, 30));
-    let after = (3, 10 + 200 + 30);
+    .unwrap_or_else(|e| panic!("{context}: $snapshots fails: {e}"));
+    for batch in ids {
+        for id in batch.column(0).as_primitive::<Int64Type>().values() {
+            run_sql(session, &format!("SET paimon.scan.snapshot-id = '{id}'"))
+                .await
+                .unwrap();
+            let read = run_sql(session, "SELECT * FROM c.t").await;
+            run_sql(session, "RESET paimon.scan.snapshot-id").await.unwrap();
+            read.unwrap_or_else(|e| panic!("{context}: snapshot {id} no longer reads: {e}"));
+        }
+    }
+}
 
+/// Crashes `scenario.statement` at its 1st, 2nd, ... write or delete (every other one as a
+/// panic) until it gets through; returns how many crash points there were.
+async fn crash_everywhere(scenario: &Scenario) -> usize {
     let mut n = 0;
     loop {
-        store.arm(n);
+        let store = CrashingStore::new();
+        let setup = session(&store).await;
+        run_sql(&setup, "CREATE DATABASE c").await.unwrap();
+        for sql in scenario.setup {
+            run_sql(&setup, sql)
+                .await
+                .unwrap_or_else(|e| panic!("{}: setup `{sql}`: {e}", scenario.name));
+        }
+        assert_eq!(
+            count_and_sum(&setup).await,
+            scenario.before,
+            "{}: setup",
+            scenario.name
+        );
+
+        let panics = n % 2 == 1;
+        store.arm(n, panics);
         let writer = session(&store).await;
-        let result = run_sql(&writer, "INSERT INTO c.t VALUES (2, 200), (3, 30)").await;
-        let crashed = store.crashed.load(Ordering::SeqCst);
-        store.disarm();
+        let result = run_to_end(&writer, scenario.statement).await;
+        let crashed = store.disarm();
+        let context = format!(
+            "{}: crash at write {n}{}",
+            scenario.name,
+            if panics { " (panic)" } else { "" }
+        );
+
         let restarted = session(&store).await;
         let state = count_and_sum(&restarted).await;
         if !crashed {
-            result.expect("no crash, no error");
-            assert_eq!(state, after);
-            break;
+            result.unwrap_or_else(|e| panic!("{}: no crash, but: {e}", scenario.name));
+            assert_eq!(state, scenario.after, "{}: without a crash", scenario.name);
+            return n;
         }
         assert!(
-            state == before || state == after,
-            "crash at write {n}: the table reads {state:?}, neither {before:?} nor {after:?}"
+            state == scenario.before || state == scenario.after,
+            "{context}: the table reads {state:?}, neither {:?} nor {:?}",
+            scenario.before,
+            scenario.after
         );
-        if state == after {
-            // The snapshot was created before the crash (a hint or the compaction failed).
-            run_sql(&restarted, "INSERT INTO c.t VALUES (2, 20), (3, -30)")
-                .await
-                .unwrap();
-        } else {
-            // The retry after the restart commits.
-            run_sql(&restarted, "INSERT INTO c.t VALUES (2, 200), (3, 30)")
-                .await
-                .unwrap();
-            assert_eq!(
-                count_and_sum(&restarted).await,
-                after,
-                "retry after a crash at write {n}"
-            );
-            run_sql(&restarted, "INSERT INTO c.t VALUES (2, 20), (3, -30)")
-                .await
-                .unwrap();
-        }
-        // Back to the previous rows (3, -30 remains: one more key), then tidy the leftovers.
+        assert_snapshots_read(&restarted, &context).await;
+        // The retry after the restart commits (a statement that committed before the crash
+        // point, as an expiration that had nothing left to delete, does what remains).
+        run_to_end(&restarted, scenario.statement)
+            .await
+            .unwrap_or_else(|e| panic!("{context}: the retry fails: {e}"));
+        assert_eq!(
+            count_and_sum(&restarted).await,
+            scenario.after,
+            "{context}: after the retry"
+        );
+
         let future = chrono::Utc::now().timestamp_millis() + 3_600_000;
         run_sql(
             &restarted,
@@ -213,12 +285,84 @@ async fn a_crash_at_any_write_leaves_the_previous_or_the_new_state() {
         )
         .await
         .unwrap();
-        let (rows, sum) = count_and_sum(&restarted).await;
-        assert_eq!((rows, sum), (3, 0), "after orphan removal, crash at write {n}");
-        run_sql(&restarted, "DELETE FROM c.t WHERE k = 3").await.unwrap();
-        assert_eq!(count_and_sum(&restarted).await, before);
+        assert_eq!(
+            count_and_sum(&restarted).await,
+            scenario.after,
+            "{context}: after orphan removal"
+        );
+        assert_snapshots_read(&restarted, &format!("{context}, after orphan removal")).await;
         n += 1;
-        assert!(n < 200, "the INSERT never got through");
+        assert!(n < 300, "{}: the statement never got through", scenario.name);
     }
-    assert!(n > 5, "only {n} writes were interrupted");
+}
+
+/// Dynamic buckets and a lookup producer: data, changelog, HASH index, manifests, index
+/// manifest and a compaction per statement, so many writes can be interrupted.
+const LOOKUP_TABLE: &str =
+    "CREATE TABLE c.t (k INT, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('changelog-producer' = 'lookup')";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_insert_leaves_the_previous_or_the_new_state() {
+    let points = crash_everywhere(&Scenario {
+        name: "INSERT",
+        setup: &[LOOKUP_TABLE, "INSERT INTO c.t VALUES (1, 10), (2, 20)"],
+        statement: "INSERT INTO c.t VALUES (2, 200), (3, 30)",
+        before: (2, 30),
+        after: (3, 10 + 200 + 30),
+    })
+    .await;
+    assert!(points > 5, "only {points} writes were interrupted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_compaction_or_overwrite_leaves_the_previous_or_the_new_state() {
+    // Three runs in two buckets, written without compaction, then compacted in full.
+    let runs: &[&str] = &[
+        "CREATE TABLE c.t (k INT, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2', 'write-only' = 'true')",
+        "INSERT INTO c.t VALUES (1, 10), (2, 20), (3, 30)",
+        "INSERT INTO c.t VALUES (2, 200), (4, 40)",
+        "DELETE FROM c.t WHERE k = 3",
+    ];
+    let compaction = crash_everywhere(&Scenario {
+        name: "CALL sys.compact",
+        setup: runs,
+        statement: "CALL sys.compact('c.t')",
+        before: (3, 250),
+        after: (3, 250),
+    })
+    .await;
+    let overwrite = crash_everywhere(&Scenario {
+        name: "INSERT OVERWRITE",
+        setup: runs,
+        statement: "INSERT OVERWRITE c.t VALUES (5, 50)",
+        before: (3, 250),
+        after: (1, 50),
+    })
+    .await;
+    assert!(
+        compaction > 3 && overwrite > 2,
+        "{compaction} / {overwrite} crash points"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_expiration_leaves_readable_snapshots() {
+    // Six snapshots (one a compaction); the expiration keeps the last two.
+    let points = crash_everywhere(&Scenario {
+        name: "CALL sys.expire_snapshots",
+        setup: &[
+            "CREATE TABLE c.t (k INT, v BIGINT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1', 'write-only' = 'true')",
+            "INSERT INTO c.t VALUES (1, 10), (2, 20)",
+            "INSERT INTO c.t VALUES (2, 200)",
+            "CALL sys.compact('c.t')",
+            "INSERT INTO c.t VALUES (3, 30)",
+            "DELETE FROM c.t WHERE k = 1",
+            "INSERT INTO c.t VALUES (4, 40)",
+        ],
+        statement: "CALL sys.expire_snapshots(`table` => 'c.t', retain_max => 2, retain_min => 1)",
+        before: (3, 270),
+        after: (3, 270),
+    })
+    .await;
+    assert!(points > 5, "only {points} deletes were interrupted");
 }
