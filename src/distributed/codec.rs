@@ -232,6 +232,10 @@ struct ScanRecipe {
     limit: Option<usize>,
     partitions: usize,
     fingerprint: u32,
+    /// The scan came as split groups (`split_groups.rs`), narrowed by Ballista to these
+    /// partitions of it.
+    #[serde(default)]
+    groups: Option<Vec<usize>>,
 }
 
 /// Encodes `PaimonScanExec` and `PaimonIncrementalScanExec` for Ballista executors. Other
@@ -321,7 +325,19 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
                 recipe.fingerprint
             );
         }
-        Ok(plan)
+        if let Some(group) = recipe.groups.iter().flatten().find(|g| **g >= partitions) {
+            return internal_err!(
+                "The scan of {} has {partitions} partitions on this executor, but its task reads partition {group}",
+                table.name()
+            );
+        }
+        Ok(match &recipe.groups {
+            Some(groups) => {
+                let store = super::store_url(table.meta().io().root_url())?;
+                super::split_groups(plan, Some(groups), state.task_ctx(), store)
+            }
+            None => plan,
+        })
     }
 
     fn try_encode(
@@ -353,6 +369,10 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
             buf.extend(serde_json::to_vec(&recipe).expect("a node recipe serializes"));
             return Ok(());
         }
+        let (node, groups) = match super::split_groups::as_split_groups(&node) {
+            Some((source, groups)) => (Arc::clone(source.scan()), Some(groups)),
+            None => (node, None),
+        };
         let origin = scan_origin(&node)?;
         let (partitions, fingerprint) = layout(&node)?;
         let filters = origin
@@ -368,6 +388,7 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
             limit: origin.limit,
             partitions,
             fingerprint,
+            groups,
         };
         buf.extend(serde_json::to_vec(&NodeRecipe::Scan(recipe)).expect("a scan recipe serializes"));
         Ok(())

@@ -11,7 +11,7 @@
 //!   limit). An executor plans the scan again from them and checks that every output
 //!   partition reads exactly the splits the scheduler planned (a fingerprint of files, key
 //!   ranges and deletion vectors), failing rather than reading different rows. Splits
-//!   (partition, bucket, key range) are therefore the unit of distribution.
+//!   (partition, bucket, key range) are therefore the unit of distribution (see below).
 //!
 //!   `ChangelogNormalizeExec` (`$changelog` of `none` tables) travels as its table's name and
 //!   schema and is rebuilt over its decoded inputs. A `DataSinkExec` writing to a Paimon table
@@ -26,12 +26,15 @@
 
 //!
 //! Ballista hands each task the plan of a whole stage and narrows only its own leaf nodes
-//! (file and memory sources) to the task's partitions; a
-//! custom leaf with several partitions would be read once per task. Tables rebuilt by these
-//! codecs therefore scan as one output partition: a Paimon scan runs as one task, and the
-//! stages above it (aggregations, joins after their shuffles) are distributed.
+//! (file and memory sources) to the task's partitions; a custom leaf with several partitions
+//! would be read once per task. So tables rebuilt by these codecs (on the scheduler) plan batch
+//! and incremental scans as file groups of a `DataSourceExec`, one group per output partition
+//! of the scan (`split_groups.rs`): Ballista keeps each task's groups, and the executor runs
+//! exactly those partitions. `$changelog` reads of `none` tables run in one partition (the
+//! normalize takes the whole change stream).
 
 mod codec;
+mod split_groups;
 
 use std::sync::Arc;
 
@@ -40,6 +43,7 @@ use datafusion::prelude::SessionConfig;
 use datafusion_proto::physical_plan::{ComposedPhysicalExtensionCodec, PhysicalExtensionCodec};
 
 pub use codec::{PaimonLogicalCodec, PaimonPhysicalCodec};
+pub(crate) use split_groups::{split_groups, store_url};
 
 /// `config` with the Paimon codecs installed in front of the Ballista codecs it has: build
 /// the Ballista session state (client, scheduler and standalone executor) from it.

@@ -48,10 +48,12 @@ pub struct PaimonTable {
     pub(super) allow_after_only: bool,
     /// `$ro`: read the top level only, without merging (`scan::PlanRequest::read_optimized`).
     pub(super) read_optimized: bool,
-    /// Scans have a single output partition: set for tables rebuilt by the Ballista codecs,
-    /// because Ballista hands each task the plan of a whole stage and can only narrow its own
-    /// leaf nodes to the task's partitions (`distributed` module docs).
+    /// Scans have a single output partition: the start state of a `$changelog` read of a
+    /// table rebuilt by the Ballista codecs (the normalize takes the whole change stream).
     pub(super) single_partition: bool,
+    /// Rebuilt by the Ballista codecs on a scheduler: batch and incremental scans come as
+    /// file groups Ballista narrows to each task's splits (`distributed::split_groups`).
+    pub(super) distributed: bool,
 }
 
 impl PaimonTable {
@@ -92,6 +94,7 @@ impl PaimonTable {
             allow_after_only: false,
             read_optimized: false,
             single_partition: false,
+            distributed: false,
         })
     }
 
@@ -297,13 +300,24 @@ impl TableProvider for PaimonTable {
         if self.view == ReadView::Changelog {
             return self.changelog_scan(state, projection, filters).await;
         }
-        match &self.incremental {
+        let plan = match &self.incremental {
             Some(range) => {
                 self.incremental_scan(state, range, projection, filters, limit)
-                    .await
+                    .await?
             }
-            None => self.batch_scan(state, projection, filters, limit).await,
+            None => self.batch_scan(state, projection, filters, limit).await?,
+        };
+        #[cfg(feature = "ballista")]
+        if self.distributed && plan.properties().partitioning.partition_count() > 1 {
+            let store = crate::distributed::store_url(self.meta.io().root_url())?;
+            return Ok(crate::distributed::split_groups(
+                plan,
+                None,
+                state.task_ctx(),
+                store,
+            ));
         }
+        Ok(plan)
     }
 }
 
@@ -397,20 +411,21 @@ impl PaimonTable {
         })
     }
 
-    /// Output partitions of a scan: the session's target, or one (`single_partition`).
+    /// Output partitions of a scan: the session's target, or one (`single_partition`, and
+    /// `$changelog` reads of distributed tables).
     fn target_partitions(&self, state: &dyn Session) -> usize {
-        if self.single_partition {
+        if self.single_partition || (self.distributed && self.view == ReadView::Changelog) {
             1
         } else {
             state.config().target_partitions()
         }
     }
 
-    /// One output partition per scan (see the field).
+    /// Scans in the shape Ballista distributes (see the field).
     #[cfg(feature = "ballista")]
-    pub(crate) fn with_single_partition(self) -> Self {
+    pub(crate) fn for_distribution(self) -> Self {
         PaimonTable {
-            single_partition: true,
+            distributed: true,
             ..self
         }
     }
@@ -591,8 +606,8 @@ impl PaimonTable {
         filters: &[Expr],
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let at = PaimonTable {
-            // Scans as this table does (one partition when rebuilt for Ballista).
-            single_partition: self.single_partition,
+            // One partition when rebuilt for Ballista: the seed of a normalize.
+            single_partition: self.single_partition || self.distributed,
             ..PaimonTable::try_new(
                 self.name.clone(),
                 Arc::clone(&self.meta),

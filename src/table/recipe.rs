@@ -32,6 +32,9 @@ pub(crate) struct TableRecipe {
     incremental: Option<RangeRecipe>,
     allow_after_only: bool,
     read_optimized: bool,
+    /// Scans in one partition (the seed of a `$changelog` normalize).
+    #[serde(default)]
+    single_partition: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -62,6 +65,7 @@ impl TableRecipe {
             }),
             allow_after_only: table.allow_after_only,
             read_optimized: table.read_optimized,
+            single_partition: table.single_partition,
         }
     }
 
@@ -74,8 +78,8 @@ impl TableRecipe {
             .map_err(|e| exec_datafusion_err!("Invalid Paimon table recipe in a serialized plan: {e}"))
     }
 
-    /// The table, its files read through the object stores of `runtime`, its scans with one
-    /// output partition (see `PaimonTable::with_single_partition`).
+    /// The table, its files read through the object stores of `runtime`, its scans in the
+    /// shape Ballista distributes (see `PaimonTable::for_distribution`).
     pub(crate) fn open(&self, runtime: &RuntimeEnv) -> Result<PaimonTable> {
         let meta = open_meta(&self.location, runtime)?;
         let schema = TableSchema::from_json(self.schema.as_bytes(), &format!("{}/schema", self.location))?;
@@ -100,10 +104,13 @@ impl TableRecipe {
                 empty: r.empty,
             }),
         };
-        let table = table
-            .with_incremental(incremental)
-            .with_after_only(self.allow_after_only)
-            .with_single_partition();
+        let table = PaimonTable {
+            single_partition: self.single_partition,
+            ..table
+                .with_incremental(incremental)
+                .with_after_only(self.allow_after_only)
+                .for_distribution()
+        };
         Ok(if self.read_optimized {
             table.read_optimized()
         } else {

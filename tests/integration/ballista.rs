@@ -147,8 +147,16 @@ async fn ballista_codecs_round_trip_tables_and_scans() {
         let plan = local.sql(sql).await.unwrap().into_optimized_plan().unwrap();
         let bytes = logical_plan_to_bytes_with_extension_codec(&plan, &logical_codec).unwrap();
         let decoded = logical_plan_from_bytes_with_extension_codec(&bytes, &task, &logical_codec).unwrap();
-        // Tables rebuilt by the codec scan as one partition, as on a Ballista scheduler.
+        // Tables rebuilt by the codec plan their scans as a Ballista scheduler does: batch and
+        // incremental scans of several partitions as split groups (one per partition) Ballista
+        // narrows per task (the incremental reads here touch one bucket: one partition).
         let physical = ctx.state().create_physical_plan(&decoded).await.unwrap();
+        if !sql.contains("paimon_incremental_query") {
+            let shown = datafusion::physical_plan::displayable(physical.as_ref())
+                .indent(true)
+                .to_string();
+            assert!(shown.contains("file_type=paimon"), "{sql}: {shown}");
+        }
         let shipped =
             physical_plan_to_bytes_with_extension_codec(Arc::clone(&physical), &PaimonPhysicalCodec).unwrap();
         let rebuilt =
@@ -163,14 +171,43 @@ async fn ballista_codecs_round_trip_tables_and_scans() {
         assert_eq!(rows, expected, "{sql}");
     }
 
-    // A locally planned scan (several partitions) does not match the one-partition plan an
-    // executor makes from its recipe: decoding refuses it.
-    let frame = local.sql("SELECT k, v FROM t").await.unwrap();
-    let physical = frame.create_physical_plan().await.unwrap();
-    let scan = find_scan(&physical).expect("a PaimonScanExec");
-    assert!(scan.properties().partitioning.partition_count() > 1);
-    let shipped = physical_plan_to_bytes_with_extension_codec(scan, &PaimonPhysicalCodec).unwrap();
-    let error = physical_plan_from_bytes_with_extension_codec(&shipped, &task, &PaimonPhysicalCodec)
+    // Ballista narrows a stage's split groups to each task's: a task's plan, shipped, reads
+    // exactly the partitions of the scan it kept, and together the tasks read every row once.
+    let plan = local
+        .sql("SELECT k, v FROM t")
+        .await
+        .unwrap()
+        .into_optimized_plan()
+        .unwrap();
+    let bytes = logical_plan_to_bytes_with_extension_codec(&plan, &logical_codec).unwrap();
+    let decoded = logical_plan_from_bytes_with_extension_codec(&bytes, &task, &logical_codec).unwrap();
+    let scheduler_plan = ctx.state().create_physical_plan(&decoded).await.unwrap();
+    let groups = find_split_groups(&scheduler_plan).expect("a scan as split groups");
+    let partitions = groups.properties().partitioning.partition_count();
+    assert_eq!(partitions, 2, "one group per bucket");
+    let mut rows = Vec::new();
+    for partition in 0..partitions {
+        let task_plan = narrow_to(&groups, partition);
+        let shipped = physical_plan_to_bytes_with_extension_codec(task_plan, &PaimonPhysicalCodec).unwrap();
+        let rebuilt =
+            physical_plan_from_bytes_with_extension_codec(&shipped, &task, &PaimonPhysicalCodec).unwrap();
+        assert_eq!(rebuilt.properties().partitioning.partition_count(), 1);
+        let own = sorted_rows(&collect(rebuilt, Arc::clone(&task)).await.unwrap());
+        assert!(!own.is_empty(), "partition {partition} reads its bucket");
+        rows.extend(own);
+    }
+    rows.sort();
+    assert_eq!(
+        rows,
+        sorted_rows(&run_sql(&local, "SELECT k, v FROM t").await.unwrap())
+    );
+
+    // An executor that plans the scan differently (here: other target partitions) refuses to
+    // read rather than read other rows than the scheduler planned.
+    let shipped =
+        physical_plan_to_bytes_with_extension_codec(narrow_to(&groups, 1), &PaimonPhysicalCodec).unwrap();
+    let other = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(1)).task_ctx();
+    let error = physical_plan_from_bytes_with_extension_codec(&shipped, &other, &PaimonPhysicalCodec)
         .expect_err("a scan that plans differently is refused")
         .to_string();
     assert!(error.contains("planned differently"), "{error}");
@@ -315,11 +352,38 @@ async fn ballista_codecs_round_trip_write_sinks() {
     );
 }
 
-fn find_scan(
+/// The first scan planned as split groups (a `DataSourceExec` of `file_type=paimon`).
+fn find_split_groups(
     plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
 ) -> Option<Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
-    if plan.name() == "PaimonScanExec" {
+    use datafusion::datasource::physical_plan::FileScanConfig;
+    use datafusion::datasource::source::DataSourceExec;
+    let is_groups = plan
+        .downcast_ref::<DataSourceExec>()
+        .and_then(|exec| exec.data_source().downcast_ref::<FileScanConfig>())
+        .is_some_and(|config| config.file_source().file_type() == "paimon");
+    if is_groups {
         return Some(Arc::clone(plan));
     }
-    plan.children().into_iter().find_map(find_scan)
+    plan.children().into_iter().find_map(find_split_groups)
+}
+
+/// What Ballista's scheduler makes of a split-group scan for the task of `partition`: the same
+/// source with only that file group.
+fn narrow_to(
+    groups: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    partition: usize,
+) -> Arc<dyn datafusion::physical_plan::ExecutionPlan> {
+    use datafusion::datasource::physical_plan::{FileScanConfig, FileScanConfigBuilder};
+    use datafusion::datasource::source::DataSourceExec;
+    let config = groups
+        .downcast_ref::<DataSourceExec>()
+        .and_then(|exec| exec.data_source().downcast_ref::<FileScanConfig>())
+        .expect("split groups");
+    let kept = vec![config.file_groups[partition].clone()];
+    DataSourceExec::from_data_source(
+        FileScanConfigBuilder::from(config.clone())
+            .with_file_groups(kept)
+            .build(),
+    )
 }
