@@ -10,6 +10,10 @@
 //!
 //! `cargo bench --bench changelog_normalize` (`NORMALIZE_KEYS=200000` for a quick run).
 
+// The allocator paimon-sql (and datafusion-cli) run with.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

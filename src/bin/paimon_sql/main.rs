@@ -11,6 +11,9 @@
 //! and `RESET paimon.<option>` (hyphenated Paimon option names DataFusion's parser rejects)
 //! go to the Paimon session. Uses only the crate's public API.
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod json_entries;
 mod planner;
 mod progress_line;

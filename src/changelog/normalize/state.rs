@@ -20,6 +20,7 @@ use arrow::array::{ArrayRef, AsArray, Int64Array, Int8Array, RecordBatch, String
 use arrow::compute::{interleave, take};
 use arrow::datatypes::{DataType, Field, Int8Type, Schema, SchemaRef};
 use arrow::row::{OwnedRow, RowConverter, SortField};
+use datafusion::common::hash_map::Entry;
 use datafusion::common::{exec_datafusion_err, HashMap, HashSet, Result};
 use datafusion::execution::disk_manager::DiskManager;
 use datafusion::execution::memory_pool::MemoryReservation;
@@ -222,8 +223,15 @@ impl NormalizeState {
                 continue;
             }
             let new_values = values.row(row);
-            match self.rows.get(key.as_ref()) {
-                None => changes.input(row, "+I"),
+            let new_stored = || Stored {
+                values: new_values.owned(),
+                sequence: new_sequence.map(|s| s.owned()),
+            };
+            match self.rows.get_mut(key.as_ref()) {
+                None => {
+                    changes.input(row, "+I");
+                    self.insert(key.as_ref(), new_stored());
+                }
                 Some(stored) => {
                     if self.rules.first_row {
                         continue;
@@ -233,15 +241,19 @@ impl NormalizeState {
                     if older(stored) || stored.values.row() == new_values {
                         continue;
                     }
-                    changes.before(stored.values.clone(), "-U", row);
+                    // One lookup: the new row replaces the stored one in its slot, and the
+                    // stored one becomes the before-image (moved, not copied).
+                    let new = new_stored();
+                    let added = stored_size(key.as_ref().len(), &new);
+                    let old = std::mem::replace(stored, new);
+                    self.bytes = self.bytes + added - stored_size(key.as_ref().len(), &old);
+                    if !self.clean.is_empty() && self.clean.remove(key.as_ref()) {
+                        self.bytes -= gone_size(key.as_ref().len());
+                    }
+                    changes.before(old.values, "-U", row);
                     changes.input(row, "+U");
                 }
             }
-            let stored = Stored {
-                values: new_values.owned(),
-                sequence: new_sequence.map(|s| s.owned()),
-            };
-            self.insert(key.as_ref(), stored);
         }
         Ok(changes)
     }
@@ -431,20 +443,22 @@ impl NormalizeState {
 
     /// Stores `stored` for `key`; an existing key keeps its allocation.
     fn insert(&mut self, key: &[u8], stored: Stored) {
-        if self.gone.remove(key) {
+        // (both sets are empty until the state spills: skip hashing the key for them)
+        if !self.gone.is_empty() && self.gone.remove(key) {
             self.bytes -= gone_size(key.len());
         }
-        if self.clean.remove(key) {
+        if !self.clean.is_empty() && self.clean.remove(key) {
             self.bytes -= gone_size(key.len());
         }
         let size = stored_size(key.len(), &stored);
-        match self.rows.get_mut(key) {
-            Some(slot) => {
-                let old = std::mem::replace(slot, stored);
+        // (one lookup; the key is mostly new here, so its allocation is rarely wasted)
+        match self.rows.entry(key.into()) {
+            Entry::Occupied(mut slot) => {
+                let old = slot.insert(stored);
                 self.bytes -= stored_size(key.len(), &old);
             }
-            None => {
-                self.rows.insert(key.into(), stored);
+            Entry::Vacant(slot) => {
+                slot.insert(stored);
             }
         }
         self.bytes += size;
