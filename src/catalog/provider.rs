@@ -42,6 +42,8 @@ pub struct PaimonCatalog {
     /// directory exists only through the files below it (see `warehouse.rs`).
     pub(super) empty_databases: RwLock<BTreeSet<String>>,
     session_tables: SessionTables,
+    /// Decoded manifests of every table of this catalog (`meta::ManifestCache`).
+    pub(super) manifests: Arc<crate::meta::ManifestCache>,
 }
 
 impl PaimonCatalog {
@@ -58,6 +60,9 @@ impl PaimonCatalog {
             listing: RwLock::new(BTreeMap::new()),
             empty_databases: RwLock::new(BTreeSet::new()),
             session_tables: SessionTables::default(),
+            manifests: Arc::new(crate::meta::ManifestCache::new(
+                crate::meta::DEFAULT_MANIFEST_CACHE_BYTES,
+            )),
         });
         catalog.refresh().await?;
         Ok(catalog)

@@ -195,7 +195,10 @@ impl PaimonCatalog {
     }
 
     pub(crate) fn table_meta(&self, database: &str, table: &str) -> TableMeta {
-        TableMeta::new(self.io().child(&table_dir(database, table)))
+        TableMeta::with_manifest_cache(
+            self.io().child(&table_dir(database, table)),
+            Arc::clone(&self.manifests),
+        )
     }
 
     /// Names of the tables of `database`, as stored now.

@@ -2,6 +2,7 @@
 //! into the live file set of a snapshot (format.md §4.5).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use apache_avro::Reader;
 use futures::{StreamExt, TryStreamExt};
@@ -37,9 +38,20 @@ impl TableMeta {
         what: &str,
         decode: fn(&apache_avro::types::Value, &str) -> Result<T>,
     ) -> Result<Vec<T>> {
+        Ok(self.read_avro_sized(name, what, decode).await?.0)
+    }
+
+    /// The records of an Avro file of `manifest/`, and the file's size.
+    async fn read_avro_sized<T>(
+        &self,
+        name: &str,
+        what: &str,
+        decode: fn(&apache_avro::types::Value, &str) -> Result<T>,
+    ) -> Result<(Vec<T>, usize)> {
         let file = paths::manifest_file(name);
         let shown = self.io.display(&file);
         let bytes = self.io.read(&file, what).await?;
+        let size = bytes.len();
         // apache-avro panics on some damaged headers (an invalid schema name unwrapped):
         // that is a corrupt file too.
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -49,6 +61,7 @@ impl TableMeta {
                 .collect()
         }))
         .unwrap_or_else(|_| Err(Error::corrupt(&shown, "the Avro decoder failed on damaged data")))
+        .map(|records| (records, size))
     }
 
     /// The records of a manifest list.
@@ -59,7 +72,16 @@ impl TableMeta {
 
     /// The entries of a manifest file.
     pub(crate) async fn manifest(&self, name: &str) -> Result<Vec<ManifestEntry>> {
-        self.read_avro(name, "manifest", ManifestEntry::from_avro).await
+        // (keyed by the full URL: the cache is shared by the tables of a catalog)
+        let key = self.io.display(&paths::manifest_file(name));
+        if let Some(entries) = self.manifests.get(&key) {
+            return Ok(entries.as_ref().clone());
+        }
+        let (entries, size) = self
+            .read_avro_sized(name, "manifest", ManifestEntry::from_avro)
+            .await?;
+        self.manifests.put(&key, Arc::new(entries.clone()), size);
+        Ok(entries)
     }
 
     /// The entries of an index manifest.

@@ -5,6 +5,7 @@
 
 mod commit;
 mod consumers;
+mod manifest_cache;
 mod manifest_merge;
 mod manifests;
 mod schemas;
@@ -12,6 +13,7 @@ mod snapshots;
 
 pub(crate) use commit::{CommitRequest, OverwriteScope, RowLevelBase};
 pub(crate) use consumers::valid_consumer_id;
+pub(crate) use manifest_cache::{ManifestCache, DEFAULT_MANIFEST_CACHE_BYTES};
 pub(crate) use manifests::PartitionBucket;
 
 use std::sync::Arc;
@@ -26,13 +28,21 @@ use crate::spec::TableSchema;
 pub(crate) struct TableMeta {
     io: FileIO,
     schemas: DashMap<i64, Arc<TableSchema>>,
+    /// Decoded manifests, shared with the other tables of the catalog when it has a cache.
+    manifests: Arc<ManifestCache>,
 }
 
 impl TableMeta {
     pub(crate) fn new(io: FileIO) -> Self {
+        Self::with_manifest_cache(io, Arc::new(ManifestCache::new(DEFAULT_MANIFEST_CACHE_BYTES)))
+    }
+
+    /// Metadata whose decoded manifests go to (and come from) `manifests`.
+    pub(crate) fn with_manifest_cache(io: FileIO, manifests: Arc<ManifestCache>) -> Self {
         TableMeta {
             io,
             schemas: DashMap::new(),
+            manifests,
         }
     }
 
