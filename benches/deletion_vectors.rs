@@ -54,18 +54,6 @@ fn upsert(table: &str, keys: i64, i: i64) -> String {
     )
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read dir").flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
-}
-
 fn main() {
     let keys: i64 = std::env::var("DV_KEYS")
         .ok()
@@ -164,7 +152,7 @@ fn main() {
         for round in 0..ROUNDS {
             for (table, out) in [("dv", &mut with_dv), ("merge", &mut without)] {
                 let copy = dir.path().join(format!("copy-{table}-{round}"));
-                copy_dir(&warehouse, &copy);
+                datafusion_paimon::testing::copy_dir(&warehouse, &copy).expect("copy");
                 let s = open(&copy).await;
                 out.push(run(&s, &upsert(table, keys, 6)).await);
                 std::fs::remove_dir_all(&copy).expect("rm copy");

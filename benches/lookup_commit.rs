@@ -29,18 +29,6 @@ fn env(name: &str, default: i64) -> i64 {
         .unwrap_or(default)
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read dir").flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy");
-        }
-    }
-}
-
 struct Fresh {
     session: PaimonSession,
 }
@@ -57,10 +45,11 @@ fn fresh(rt: &Runtime, pristine: &Path, work: &Path, table: &str) -> Fresh {
         work.join(table)
     };
     let _ = std::fs::remove_dir_all(&warehouse);
-    copy_dir(
+    datafusion_paimon::testing::copy_dir(
         &pristine.join("bench.db").join(table),
         &warehouse.join("bench.db").join(table),
-    );
+    )
+    .expect("copy of the pristine table");
     let config = SessionConfig::new().with_target_partitions(2);
     let session = rt
         .block_on(PaimonSession::with_config(

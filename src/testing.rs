@@ -300,3 +300,19 @@ mod tests {
 pub fn lookup_disk_copies() -> Vec<String> {
     crate::compact::lookup_copied_files()
 }
+
+/// Copies the directory `from` (a table, a warehouse) to `to`, recursively: benches that time a
+/// write start every round from a pristine copy.
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}

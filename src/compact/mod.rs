@@ -87,12 +87,7 @@ impl Compaction<'_> {
     pub(crate) async fn after_write(&self, written: BTreeSet<PartitionBucket>) -> Result<Option<Snapshot>> {
         let base = self.meta.latest_snapshot_id().await?.unwrap_or(0);
         match self.after_write_on(written).await {
-            Err(e)
-                if crate::error::is_not_found(&e)
-                    && self.meta.latest_snapshot_id().await?.unwrap_or(0) > base =>
-            {
-                Ok(None)
-            }
+            Err(e) if crate::error::is_not_found(&e) && self.meta.moved_past(base).await? => Ok(None),
             other => other,
         }
     }

@@ -265,11 +265,9 @@ impl TableMeta {
             // manifests, or files of it) because newer snapshots exist now: a lost race like a
             // conflict, redone on the new latest. A file missing under a still-latest snapshot
             // is a damaged table, and the error stays.
-            Err(Error::NotFound { .. }) if self.latest_snapshot_id().await?.unwrap_or(0) > base_id => {
-                Err(Error::CommitConflict {
-                    snapshot_id: base_id + 1,
-                })
-            }
+            Err(Error::NotFound { .. }) if self.moved_past(base_id).await? => Err(Error::CommitConflict {
+                snapshot_id: base_id + 1,
+            }),
             other => other,
         }
     }

@@ -131,9 +131,7 @@ impl TableMeta {
             };
             match self.live_files(&latest, |_| true).await {
                 Ok(live) => return Ok(Some((latest, live))),
-                Err(Error::NotFound { .. })
-                    if attempts < 10 && self.latest_snapshot_id().await?.unwrap_or(0) > latest.id =>
-                {
+                Err(Error::NotFound { .. }) if attempts < 10 && self.moved_past(latest.id).await? => {
                     attempts += 1;
                 }
                 Err(e) => return Err(e),

@@ -39,6 +39,12 @@ impl TableMeta {
         Ok(self.snapshot_ids().await?.last().copied())
     }
 
+    /// Whether snapshots newer than `id` exist now: a file of snapshot `id` found missing then
+    /// means another process expired it (a lost race), not a damaged table.
+    pub(crate) async fn moved_past(&self, id: i64) -> Result<bool> {
+        Ok(self.latest_snapshot_id().await?.unwrap_or(0) > id)
+    }
+
     /// `LATEST` = L when `snapshot-(L+1)` does not exist.
     async fn hinted_latest_id(&self) -> Result<Option<i64>> {
         if let Ok(bytes) = self.io.read("snapshot/LATEST", "hint").await {
