@@ -18,20 +18,17 @@
 //! `cargo bench --bench insert` (set `INSERT_ROWS` to change the size).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arrow::array::{Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::array::Int64Array;
+use arrow::datatypes::DataType;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider, MemorySchemaProvider, SchemaProvider};
-use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionConfig;
+use datafusion_paimon::testing::{register_upsert_source, sorted_parquet_write};
 use datafusion_paimon::PaimonSession;
 use tokio::runtime::Runtime;
 
 const BUCKETS: i32 = 4;
-const BATCH_ROWS: usize = 8192;
 
 fn rows() -> i64 {
     std::env::var("INSERT_ROWS")
@@ -59,61 +56,9 @@ fn create_table_with(warehouse: &std::path::Path, name: &str, buckets: i32, opti
     std::fs::write(dir.join("schema-0"), schema_json(buckets, options)).expect("schema file");
 }
 
-/// Writes the source rows sorted by key as one plain Parquet file (the write baseline).
-async fn sorted_parquet_write(session: &PaimonSession, path: &str) {
-    let df = session
-        .context()
-        .sql("SELECT id, v1, v2, v3, v4 FROM mem.src.rows ORDER BY id")
-        .await
-        .expect("plan");
-    let options = datafusion::dataframe::DataFrameWriteOptions::new().with_single_file_output(true);
-    df.write_parquet(path, options, None)
-        .await
-        .expect("parquet write");
-}
-
 fn median_of(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
-}
-
-/// `rows` source rows with keys in a scrambled order (writers get unsorted input), in batches.
-fn source_batches(rows: i64) -> (Arc<Schema>, Vec<RecordBatch>) {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("v1", DataType::Int64, true),
-        Field::new("v2", DataType::Float64, true),
-        Field::new("v3", DataType::Utf8, true),
-        Field::new("v4", DataType::Int32, true),
-    ]));
-    // A multiplicative permutation of 0..rows (odd multiplier, modulo a power of two, filtered).
-    let span = (rows.max(1) as u64).next_power_of_two();
-    let ids: Vec<i64> = (0..span)
-        .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & (span - 1)) as i64)
-        .filter(|k| *k < rows)
-        .collect();
-    let batches = ids
-        .chunks(BATCH_ROWS)
-        .map(|chunk| {
-            let id = Int64Array::from(chunk.to_vec());
-            let v1 = Int64Array::from_iter_values(chunk.iter().map(|k| k.wrapping_mul(31)));
-            let v2 = Float64Array::from_iter_values(chunk.iter().map(|k| *k as f64 / 7.0));
-            let v3 = StringArray::from_iter_values(chunk.iter().map(|k| format!("value-{}", k % 10_000)));
-            let v4 = Int32Array::from_iter_values(chunk.iter().map(|k| (k % 1000) as i32));
-            RecordBatch::try_new(
-                Arc::clone(&schema),
-                vec![
-                    Arc::new(id),
-                    Arc::new(v1),
-                    Arc::new(v2),
-                    Arc::new(v3),
-                    Arc::new(v4),
-                ],
-            )
-            .expect("source batch")
-        })
-        .collect();
-    (schema, batches)
 }
 
 struct Setup {
@@ -131,22 +76,7 @@ fn setup(rt: &Runtime) -> Setup {
         let session = PaimonSession::with_config(config, dir.path().to_str().expect("UTF-8 path"))
             .await
             .expect("open warehouse");
-        // The source lives in its own in-memory catalog: the Paimon catalog only holds tables.
-        let (schema, batches) = source_batches(rows);
-        let partitions: Vec<Vec<RecordBatch>> = {
-            let per = batches.len().div_ceil(4).max(1);
-            batches.chunks(per).map(<[RecordBatch]>::to_vec).collect()
-        };
-        let source = MemTable::try_new(schema, partitions).expect("source table");
-        let mem_schema = Arc::new(MemorySchemaProvider::new());
-        mem_schema
-            .register_table("rows".to_string(), Arc::new(source))
-            .expect("register source");
-        let catalog = Arc::new(MemoryCatalogProvider::new());
-        catalog
-            .register_schema("src", mem_schema)
-            .expect("register schema");
-        session.context().register_catalog("mem", catalog);
+        register_upsert_source(session.context(), rows).expect("source table");
         session
     });
     Setup { dir, session, rows }
@@ -243,7 +173,7 @@ fn bench(c: &mut Criterion) {
         let path = s.dir.path().join(format!("plain-{round}.parquet"));
         let start = Instant::now();
         rt.block_on(sorted_parquet_write(
-            &s.session,
+            s.session.context(),
             path.to_str().expect("UTF-8 path"),
         ));
         plain.push(start.elapsed());

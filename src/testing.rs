@@ -316,3 +316,68 @@ pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> std::io::Result
     }
     Ok(())
 }
+
+/// Source rows for write benches: `rows` upserts `id BIGINT NOT NULL, v1 BIGINT, v2 DOUBLE,
+/// v3 STRING, v4 INT` with keys `0..rows` in a scrambled order (writers get unsorted input), in
+/// batches of 8,192 rows over 4 partitions, registered in `ctx` as `mem.src.rows` (a catalog of
+/// its own: a Paimon catalog only holds Paimon tables).
+pub fn register_upsert_source(ctx: &datafusion::prelude::SessionContext, rows: i64) -> Result<()> {
+    use datafusion::catalog::{CatalogProvider, MemoryCatalogProvider, MemorySchemaProvider, SchemaProvider};
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", ArrowType::Int64, false),
+        Field::new("v1", ArrowType::Int64, true),
+        Field::new("v2", ArrowType::Float64, true),
+        Field::new("v3", ArrowType::Utf8, true),
+        Field::new("v4", ArrowType::Int32, true),
+    ]));
+    // A multiplicative permutation of 0..rows (odd multiplier, modulo a power of two, filtered).
+    let span = (rows.max(1) as u64).next_power_of_two();
+    let ids: Vec<i64> = (0..span)
+        .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) & (span - 1)) as i64)
+        .filter(|k| *k < rows)
+        .collect();
+    let batches = ids
+        .chunks(8192)
+        .map(|chunk| {
+            let v3 = chunk.iter().map(|k| format!("value-{}", k % 10_000));
+            RecordBatch::try_new(
+                Arc::clone(&schema),
+                vec![
+                    Arc::new(Int64Array::from(chunk.to_vec())),
+                    Arc::new(Int64Array::from_iter_values(
+                        chunk.iter().map(|k| k.wrapping_mul(31)),
+                    )),
+                    Arc::new(Float64Array::from_iter_values(
+                        chunk.iter().map(|k| *k as f64 / 7.0),
+                    )),
+                    Arc::new(StringArray::from_iter_values(v3)),
+                    Arc::new(Int32Array::from_iter_values(
+                        chunk.iter().map(|k| (k % 1000) as i32),
+                    )),
+                ],
+            )
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let per = batches.len().div_ceil(4).max(1);
+    let partitions: Vec<Vec<RecordBatch>> = batches.chunks(per).map(<[RecordBatch]>::to_vec).collect();
+    let source = datafusion::datasource::MemTable::try_new(schema, partitions)?;
+    let mem_schema = Arc::new(MemorySchemaProvider::new());
+    mem_schema.register_table("rows".to_string(), Arc::new(source))?;
+    let catalog = Arc::new(MemoryCatalogProvider::new());
+    catalog.register_schema("src", mem_schema)?;
+    ctx.register_catalog("mem", catalog);
+    Ok(())
+}
+
+/// The write baseline of the write benches: DataFusion writes `mem.src.rows`
+/// ([`register_upsert_source`]) sorted by key as one Parquet file at `path`.
+pub async fn sorted_parquet_write(ctx: &datafusion::prelude::SessionContext, path: &str) {
+    let df = ctx
+        .sql("SELECT id, v1, v2, v3, v4 FROM mem.src.rows ORDER BY id")
+        .await
+        .expect("plan");
+    let options = datafusion::dataframe::DataFrameWriteOptions::new().with_single_file_output(true);
+    df.write_parquet(path, options, None)
+        .await
+        .expect("parquet write");
+}

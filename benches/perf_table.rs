@@ -1,0 +1,303 @@
+//! The performance issue's table in one run: each query and write of ours against a plain
+//! DataFusion baseline over the same Parquet files (or the same rows, for writes), the median of
+//! `PERF_ROUNDS` (default 5) rounds in which both sides alternate.
+//!
+//! Tables (`PERF_KEYS` keys, default 2M; deduplicate, `id BIGINT` key, `v1 BIGINT, v2 DOUBLE,
+//! v3 STRING, v4 INT`):
+//! * generated: five overlapping sorted runs per bucket (each later run updates 10% of the keys)
+//!   in 1 and in 4 buckets, and one run (fully compacted) in 1 bucket;
+//! * `history`: written by SQL in 5 snapshots (every key, then 4 upserts of 10% of the keys;
+//!   `write-only`, so 5 runs in 1 bucket), for the diff and `$audit_log` rows.
+//!
+//! Writes insert 1M upserts (keys in scrambled order, from an in-memory table) and compare with
+//! DataFusion writing the same rows sorted by key as one Parquet file; the default-options INSERT
+//! lands in a copy of the 5-run 1-bucket table, so its commit triggers a universal compaction,
+//! and its peak RSS is printed against the plain write's (Linux: `VmHWM`, reset per statement).
+//!
+//! A 1-bucket table is one split: its ratios show whether a bucket uses both cores.
+//!
+//! `cargo bench --bench perf_table` (`PERF_KEYS=200000` for a quick run). Not a criterion bench:
+//! the figures are ratios of whole statements measured back to back.
+
+// The allocator paimon-sql (and datafusion-cli) run with.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+use datafusion_paimon::testing::{
+    copy_dir, register_upsert_source, sorted_parquet_write, write_generated_table, GeneratedTable,
+};
+use datafusion_paimon::PaimonSession;
+use tokio::runtime::Runtime;
+
+fn env(name: &str, default: i64) -> i64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn config() -> SessionConfig {
+    SessionConfig::new().with_target_partitions(2)
+}
+
+/// (table, sorted runs per bucket, buckets)
+const GENERATED: [(&str, usize, i32); 3] = [
+    ("five_runs_1_bucket", 5, 1),
+    ("five_runs_4_buckets", 5, 4),
+    ("compacted_1_bucket", 1, 1),
+];
+
+const AGGREGATE: &str = "sum(v2), count(DISTINCT v4)";
+
+async fn run(ctx: &SessionContext, sql: &str) {
+    let df = ctx.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    df.collect().await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// Runs a statement through the Paimon session (Flink-style DDL, procedures).
+async fn run_paimon(session: &PaimonSession, sql: &str) {
+    let df = session.sql(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    df.collect().await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// Registers the data files under `table_dir` (every `bucket-*` directory) as `name` in `plain`.
+async fn register_plain(plain: &SessionContext, table_dir: &Path, name: &str) {
+    let mut files: Vec<String> = Vec::new();
+    for bucket in std::fs::read_dir(table_dir).expect("table dir").flatten() {
+        if bucket.file_name().to_string_lossy().starts_with("bucket-") {
+            for f in std::fs::read_dir(bucket.path()).expect("bucket dir").flatten() {
+                files.push(f.path().display().to_string());
+            }
+        }
+    }
+    let df = plain
+        .read_parquet(files, ParquetReadOptions::default())
+        .await
+        .expect("read parquet");
+    plain.register_table(name, df.into_view()).expect("register");
+}
+
+/// Peak resident memory of this process since the last reset, in MB (Linux only).
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+fn reset_peak_rss() {
+    // "5" resets the peak resident set size (proc(5), /proc/pid/clear_refs).
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+struct Row {
+    name: String,
+    ours: Vec<Duration>,
+    plain: Vec<Duration>,
+    goal: f64,
+}
+
+impl Row {
+    fn new(name: impl Into<String>, goal: f64) -> Row {
+        Row {
+            name: name.into(),
+            ours: Vec::new(),
+            plain: Vec::new(),
+            goal,
+        }
+    }
+
+    fn print(&self) {
+        let (ours, plain) = (median(self.ours.clone()), median(self.plain.clone()));
+        let ratio = ours.as_secs_f64() / plain.as_secs_f64();
+        println!(
+            "{:<58} {:>9.1} ms {:>9.1} ms {:>7.2}x  (goal {:.1}x{})",
+            self.name,
+            ours.as_secs_f64() * 1e3,
+            plain.as_secs_f64() * 1e3,
+            ratio,
+            self.goal,
+            if ratio <= self.goal { ", met" } else { "" }
+        );
+    }
+}
+
+fn timed(rt: &Runtime, f: impl std::future::Future<Output = ()>) -> Duration {
+    let start = Instant::now();
+    rt.block_on(f);
+    start.elapsed()
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; there is nothing to filter.
+    let rt = Runtime::new().expect("tokio runtime");
+    let keys = env("PERF_KEYS", 2_000_000);
+    let upserts = (keys / 2).max(1);
+    let rounds = env("PERF_ROUNDS", 5).max(1) as usize;
+    // DataFusion's listing table skips hidden paths: no leading '.' in the directory name.
+    let dir = tempfile::Builder::new()
+        .prefix("perf-table-")
+        .tempdir()
+        .expect("temp dir");
+    let pristine = dir.path().join("pristine");
+    let work = dir.path().join("work");
+
+    let (paimon, plain) = rt.block_on(async {
+        for (name, runs, buckets) in GENERATED {
+            let spec = GeneratedTable {
+                num_keys: keys,
+                buckets,
+                runs,
+                update_fraction: 0.1,
+                seed: 42,
+                options: vec![],
+                leveled: false,
+            };
+            write_generated_table(&pristine, "bench", name, &spec)
+                .await
+                .expect("generate table");
+        }
+        let paimon = PaimonSession::with_config(config(), pristine.to_str().expect("utf-8"))
+            .await
+            .expect("open warehouse");
+        register_upsert_source(paimon.context(), upserts).expect("source");
+        let ctx = &paimon;
+        run_paimon(ctx, "CREATE TABLE bench.history (id BIGINT, v1 BIGINT, v2 DOUBLE, v3 STRING, v4 INT, PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket' = '1', 'write-only' = 'true')").await;
+        run_paimon(ctx, &format!("INSERT INTO bench.history SELECT value, value * 31, value / 7.0, concat('value-', CAST(value % 10000 AS VARCHAR)), CAST(value % 1000 AS INT) FROM generate_series(0, {}) AS t(value)", keys - 1)).await;
+        for round in 1..=4 {
+            run_paimon(ctx, &format!("INSERT INTO bench.history SELECT value, value + {round}, value / 3.0, 'updated', {round} FROM generate_series(0, {}) AS t(value) WHERE value % 10 = {round}", keys - 1)).await;
+        }
+        let plain = SessionContext::new_with_config(config());
+        register_upsert_source(&plain, upserts).expect("source");
+        for (name, _, _) in GENERATED {
+            register_plain(&plain, &pristine.join("bench.db").join(name), name).await;
+        }
+        register_plain(&plain, &pristine.join("bench.db").join("history"), "history").await;
+        (paimon, plain)
+    });
+
+    let mut rows: Vec<Row> = Vec::new();
+    // Reads: (row name, our query, the plain query, goal).
+    let mut reads: Vec<(String, String, String, f64)> = vec![(
+        // Plain DataFusion answers count(*) from file metadata; the filter makes it decode the
+        // key column, as a merge must.
+        "count(*), 1 bucket, 5 runs".into(),
+        "SELECT count(*) FROM bench.five_runs_1_bucket".into(),
+        "SELECT count(*) FROM five_runs_1_bucket WHERE id >= 0".into(),
+        1.5,
+    )];
+    for (name, runs, buckets) in GENERATED {
+        let shape = if runs == 1 {
+            "compacted".to_string()
+        } else {
+            format!("{runs} runs")
+        };
+        reads.push((
+            format!("{AGGREGATE}, {buckets} bucket(s), {shape}"),
+            format!("SELECT {AGGREGATE} FROM bench.{name}"),
+            format!("SELECT {AGGREGATE} FROM {name}"),
+            if runs == 1 { 1.1 } else { 1.5 },
+        ));
+    }
+    for name in ["five_runs_1_bucket", "compacted_1_bucket"] {
+        let range = format!("id BETWEEN {0} AND {0} + 1000", keys / 2);
+        reads.push((
+            format!("key range (1,001 keys), {name}"),
+            format!("SELECT sum(v2), count(*) FROM bench.{name} WHERE {range}"),
+            format!("SELECT sum(v2), count(*) FROM {name} WHERE {range}"),
+            1.0,
+        ));
+    }
+    reads.push((
+        "diff of snapshots 1..5, 1 bucket (vs a scan of all files)".into(),
+        "SELECT count(*), sum(v2) FROM paimon_incremental_query('bench.history', 1, 5, 'diff')".into(),
+        "SELECT count(*), sum(v2) FROM history".into(),
+        3.0,
+    ));
+    reads.push((
+        "$audit_log full scan, 1 bucket, 5 runs".into(),
+        "SELECT count(rowkind), sum(v2) FROM bench.\"history$audit_log\"".into(),
+        "SELECT count(*), sum(v2) FROM history".into(),
+        1.5,
+    ));
+    for (name, _, _, goal) in &reads {
+        rows.push(Row::new(name.clone(), *goal));
+    }
+    let write_only = rows.len();
+    rows.push(Row::new(
+        format!("INSERT {upserts} upserts, 1 bucket, write-only (vs sorted write)"),
+        1.3,
+    ));
+    rows.push(Row::new(
+        format!("INSERT {upserts} upserts into 5 runs, default options (compacts)"),
+        1.5,
+    ));
+    let mut rss = (Vec::new(), Vec::new());
+
+    for round in 0..rounds {
+        for (i, (_, our_sql, plain_sql, _)) in reads.iter().enumerate() {
+            rows[i].ours.push(timed(&rt, run_paimon(&paimon, our_sql)));
+            rows[i].plain.push(timed(&rt, run(&plain, plain_sql)));
+        }
+        // Writes: a fresh write-only table, then a copy of the 5-run table (default options).
+        let warehouse = work.join(format!("round-{round}"));
+        copy_dir(
+            &pristine.join("bench.db").join("five_runs_1_bucket"),
+            &warehouse.join("bench.db").join("target"),
+        )
+        .expect("copy table");
+        let session = rt
+            .block_on(PaimonSession::with_config(
+                config(),
+                warehouse.to_str().expect("utf-8"),
+            ))
+            .expect("open copy");
+        register_upsert_source(session.context(), upserts).expect("source");
+        rt.block_on(run_paimon(&session, "CREATE TABLE bench.fresh (id BIGINT, v1 BIGINT, v2 DOUBLE, v3 STRING, v4 INT, PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket' = '1', 'write-only' = 'true')"));
+        let insert =
+            |table: &str| format!("INSERT INTO bench.{table} SELECT id, v1, v2, v3, v4 FROM mem.src.rows");
+        rows[write_only]
+            .ours
+            .push(timed(&rt, run_paimon(&session, &insert("fresh"))));
+        let file = warehouse.join("sorted.parquet");
+        let file = file.to_str().expect("utf-8");
+        let write_plain = || timed(&rt, sorted_parquet_write(&plain, file));
+        reset_peak_rss();
+        let plain_write = write_plain();
+        rss.1.extend(peak_rss_mb());
+        rows[write_only].plain.push(plain_write);
+        rows[write_only + 1].plain.push(plain_write);
+        reset_peak_rss();
+        rows[write_only + 1]
+            .ours
+            .push(timed(&rt, run_paimon(&session, &insert("target"))));
+        rss.0.extend(peak_rss_mb());
+        drop(session);
+        let _ = std::fs::remove_dir_all(&warehouse);
+    }
+
+    println!(
+        "\n{keys} keys, median of {rounds} rounds; plain = DataFusion over the same Parquet files (reads) or a sorted Parquet write of the same rows (writes)\n"
+    );
+    println!("{:<58} {:>12} {:>12} {:>8}", "", "ours", "plain", "ratio");
+    for row in &rows {
+        row.print();
+    }
+    if !rss.0.is_empty() && !rss.1.is_empty() {
+        let max = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
+        println!(
+            "peak RSS of the compacting INSERT {:.0} MB, of the sorted write {:.0} MB (goal: compaction streams, < 500 MB)",
+            max(&rss.0),
+            max(&rss.1)
+        );
+    }
+}
