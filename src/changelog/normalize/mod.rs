@@ -14,6 +14,7 @@
 
 mod spill;
 mod state;
+mod store;
 
 use std::fmt;
 use std::sync::Arc;

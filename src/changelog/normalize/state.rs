@@ -1,12 +1,13 @@
 //! The per-key state of ChangelogNormalize and how one batch of delta rows folds into it
 //! (semantics.md §7.6, extended to the table's merge engine).
 //!
-//! Keys and values are kept in Arrow's row format: one `OwnedRow` for the primary key, one for
-//! the whole row (compared byte-wise for "unchanged"), and one for the `sequence.field` columns.
-//! Every row's bytes are accounted to the DataFusion memory pool. When the pool refuses more,
-//! the whole in-memory state is written to a B-tree on local disk ([`super::spill`]) and
-//! memory starts empty again; before a batch is folded, its keys that are on disk and not in
-//! memory are read back. Memory stays within the pool (plus the spill's fixed page cache).
+//! Keys and rows are kept in Arrow's row format in a [`RowStore`] (byte arenas, no allocation
+//! per key): the primary key, the whole row (compared byte-wise for "unchanged") and the
+//! `sequence.field` columns. The store's memory is reserved in the DataFusion memory pool
+//! before a batch is folded. When the pool refuses more, the changed part of the state is
+//! written to a B-tree on local disk ([`super::spill`]) and the store starts empty again in the
+//! memory it had; before a batch is folded, its keys that are on disk and not in memory are
+//! read back. Memory stays within the pool (plus the spill's fixed page cache).
 //!
 //! Deduplicate and first-row decide from the stored row and the delta row alone. Partial-update
 //! and aggregation merge values: each delta row is folded into the stored row of its key by the
@@ -19,13 +20,13 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, AsArray, Int64Array, Int8Array, RecordBatch, StringArray, UInt32Array};
 use arrow::compute::{interleave, take};
 use arrow::datatypes::{DataType, Field, Int8Type, Schema, SchemaRef};
-use arrow::row::{OwnedRow, RowConverter, SortField};
-use datafusion::common::hash_map::Entry;
-use datafusion::common::{exec_datafusion_err, HashMap, HashSet, Result};
+use arrow::row::{RowConverter, RowParser, Rows, SortField};
+use datafusion::common::{exec_datafusion_err, HashMap, Result};
 use datafusion::execution::disk_manager::DiskManager;
 use datafusion::execution::memory_pool::MemoryReservation;
 
 use super::spill::{decode_value, encode_value, SpilledState};
+use super::store::{Found, RowStore, SlotState};
 
 use crate::merge::engine::is_retract;
 use crate::merge::reduce::GroupReducer;
@@ -46,9 +47,30 @@ pub(crate) struct FoldRules {
     pub(crate) reducer: Option<Arc<dyn GroupReducer>>,
 }
 
-struct Stored {
-    values: OwnedRow,
-    sequence: Option<OwnedRow>,
+/// Row-format rows copied out of the store, one after the other in one buffer.
+#[derive(Default)]
+struct RowBuffer {
+    data: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl RowBuffer {
+    fn push(&mut self, row: &[u8]) -> usize {
+        self.data.extend_from_slice(row);
+        self.ends.push(self.data.len());
+        self.ends.len() - 1
+    }
+
+    fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.data[start..self.ends[i]]
+    }
+
+    /// Decodes the rows back into columns.
+    fn columns(&self, converter: &RowConverter, parser: &RowParser) -> Result<Vec<ArrayRef>> {
+        let rows = (0..self.ends.len()).map(|i| parser.parse(self.get(i)));
+        Ok(converter.convert_rows(rows)?)
+    }
 }
 
 /// Where an output row's values come from.
@@ -67,8 +89,8 @@ enum Source {
 #[derive(Default)]
 struct Changes {
     out: Vec<(Source, &'static str, usize)>,
-    before: Vec<OwnedRow>,
-    after: Vec<OwnedRow>,
+    before: RowBuffer,
+    after: RowBuffer,
 }
 
 impl Changes {
@@ -76,16 +98,23 @@ impl Changes {
         self.out.push((Source::Input(row), kind, row));
     }
 
-    fn before(&mut self, values: OwnedRow, kind: &'static str, cause: usize) {
-        self.before.push(values);
-        self.out
-            .push((Source::Before(self.before.len() - 1), kind, cause));
+    fn before(&mut self, values: &[u8], kind: &'static str, cause: usize) {
+        let n = self.before.push(values);
+        self.out.push((Source::Before(n), kind, cause));
     }
 
-    fn after(&mut self, values: OwnedRow, kind: &'static str, cause: usize) {
-        self.after.push(values);
-        self.out.push((Source::After(self.after.len() - 1), kind, cause));
+    fn after(&mut self, values: &[u8], kind: &'static str, cause: usize) {
+        let n = self.after.push(values);
+        self.out.push((Source::After(n), kind, cause));
     }
+}
+
+/// A batch's keys, rows and sequence values in row format, with the keys' hashes.
+struct EncodedBatch {
+    keys: Rows,
+    hashes: Vec<u64>,
+    values: Rows,
+    sequence: Option<Rows>,
 }
 
 /// State: primary key -> the row the table holds for it.
@@ -96,15 +125,10 @@ pub(crate) struct NormalizeState {
     rules: FoldRules,
     keys: RowConverter,
     values: RowConverter,
+    values_parser: RowParser,
     sequence: Option<RowConverter>,
-    /// Key row bytes -> stored row (the state, or with a spill its most recent part).
-    rows: HashMap<Box<[u8]>, Stored>,
-    /// Keys removed since the last spill that the spill may still hold.
-    gone: HashSet<Box<[u8]>>,
-    /// Keys read back from the spill and unchanged since: a spill need not write them again.
-    clean: HashSet<Box<[u8]>>,
-    /// Bytes `rows`, `gone` and `clean` hold; the reservation follows it after every batch.
-    bytes: usize,
+    /// Key -> stored row (the state, or with a spill its most recent part).
+    store: RowStore,
     reservation: MemoryReservation,
     /// Where the state spills when the pool refuses; `None` keeps it in memory or fails.
     disk: Option<Arc<DiskManager>>,
@@ -139,18 +163,17 @@ impl NormalizeState {
             .collect();
         layout.push(Field::new(SEQUENCE_NUMBER, DataType::Int64, false));
         layout.push(Field::new(VALUE_KIND, DataType::Int8, false));
+        let values = RowConverter::new((0..table_columns).map(field).collect())?;
         Ok(NormalizeState {
             merge_layout: Arc::new(Schema::new(layout)),
             table: table.to_string(),
             keys: RowConverter::new(key_columns.iter().map(|&c| field(c)).collect())?,
-            values: RowConverter::new((0..table_columns).map(field).collect())?,
+            values_parser: values.parser(),
+            values,
             sequence,
             key_columns,
             rules,
-            rows: HashMap::default(),
-            gone: HashSet::default(),
-            clean: HashSet::default(),
-            bytes: 0,
+            store: RowStore::new(),
             reservation,
             disk,
             spilled: None,
@@ -160,98 +183,147 @@ impl NormalizeState {
 
     /// Seeds the state with merged rows (table columns only); emits nothing.
     pub(crate) fn seed(&mut self, batch: &RecordBatch) -> Result<()> {
-        let columns = batch.columns();
-        let keys = self.convert_keys(columns)?;
-        let values = self.values.convert_columns(columns)?;
-        let sequence = self.convert_sequence(columns)?;
-        for row in 0..batch.num_rows() {
-            let stored = Stored {
-                values: values.row(row).owned(),
-                sequence: sequence.as_ref().map(|s| s.row(row).owned()),
+        self.in_slices(batch, |state, slice| {
+            let Some(encoded) = state.encode_with_room(slice.columns())? else {
+                return Ok(None);
             };
-            self.insert(keys.row(row).as_ref(), stored);
+            state.seed_encoded(slice.num_rows(), &encoded);
+            Ok(Some(()))
+        })
+        .map(|_| ())
+    }
+
+    fn seed_encoded(&mut self, rows: usize, encoded: &EncodedBatch) {
+        for row in 0..rows {
+            let key = encoded.keys.row(row);
+            let hash = encoded.hashes[row];
+            let values = encoded.values.row(row).data();
+            let sequence = encoded.sequence.as_ref().map(|s| s.row(row));
+            let sequence = sequence.as_ref().map(|s| s.data());
+            match self.store.find(hash, key.data()) {
+                Found::Live(id) => self.store.replace(id, values, sequence),
+                found => self
+                    .store
+                    .insert(found, hash, key.data(), values, sequence, SlotState::Dirty),
+            }
         }
-        self.account()
     }
 
     /// Folds one batch of delta rows (`rowkind`, table columns, `snapshot_id`) and returns the
     /// changes they make, if any.
     pub(crate) fn fold(&mut self, batch: &RecordBatch) -> Result<Option<RecordBatch>> {
-        let table_columns: Vec<ArrayRef> = batch.columns()[1..batch.num_columns() - 1].to_vec();
-        self.load_spilled(&table_columns)?;
-        let mut changes = match self.rules.reducer.clone() {
-            Some(reducer) => self.fold_merging(batch, &table_columns, reducer.as_ref())?,
-            None => self.fold_picking(batch, &table_columns)?,
-        };
-        self.account()?;
-        if changes.out.is_empty() {
-            return Ok(None);
+        let changes = self.in_slices(batch, |state, slice| {
+            let table_columns: Vec<ArrayRef> = slice.columns()[1..slice.num_columns() - 1].to_vec();
+            let Some(encoded) = state.encode_with_room(&table_columns)? else {
+                return Ok(None);
+            };
+            state.load_spilled(&encoded)?;
+            let mut changes = match state.rules.reducer.clone() {
+                Some(reducer) => state.fold_merging(slice, &table_columns, &encoded, reducer.as_ref())?,
+                None => state.fold_picking(slice, &encoded)?,
+            };
+            if changes.out.is_empty() {
+                return Ok(Some(None));
+            }
+            // Changes in the order of the rows that caused them (waves reorder them).
+            changes.out.sort_by_key(|(_, _, cause)| *cause);
+            state
+                .assemble(slice, &table_columns, changes)
+                .map(|b| Some(Some(b)))
+        })?;
+        let changes: Vec<RecordBatch> = changes.into_iter().flatten().collect();
+        match changes.len() {
+            0 => Ok(None),
+            1 => Ok(changes.into_iter().next()),
+            _ => Ok(Some(arrow::compute::concat_batches(&self.output, &changes)?)),
         }
-        // Changes in the order of the rows that caused them (waves reorder them).
-        changes.out.sort_by_key(|(_, _, cause)| *cause);
-        self.assemble(batch, &table_columns, changes).map(Some)
+    }
+
+    /// Runs `step` over `batch`, whole if the memory pool grants the room for it, otherwise
+    /// over ever smaller slices (a batch larger than the whole pool still goes through); the
+    /// state's reservation is brought up to date after every slice. `step` returns `None` when
+    /// it got no room.
+    fn in_slices<T>(
+        &mut self,
+        batch: &RecordBatch,
+        mut step: impl FnMut(&mut Self, &RecordBatch) -> Result<Option<T>>,
+    ) -> Result<Vec<T>> {
+        let mut done = Vec::new();
+        let (mut start, mut len) = (0, batch.num_rows().max(1));
+        while start < batch.num_rows() {
+            let slice = if start == 0 && len >= batch.num_rows() {
+                batch.clone()
+            } else {
+                batch.slice(start, len.min(batch.num_rows() - start))
+            };
+            match step(self, &slice)? {
+                Some(out) => {
+                    done.push(out);
+                    start += slice.num_rows();
+                    self.account()?;
+                }
+                None if slice.num_rows() > 1 => len = slice.num_rows() / 2,
+                None => return Err(self.out_of_memory()),
+            }
+        }
+        Ok(done)
     }
 
     /// Deduplicate and first-row: the stored row or the delta row wins whole.
-    fn fold_picking(&mut self, batch: &RecordBatch, table_columns: &[ArrayRef]) -> Result<Changes> {
+    fn fold_picking(&mut self, batch: &RecordBatch, encoded: &EncodedBatch) -> Result<Changes> {
         let kinds = batch.column(0).as_string::<i32>();
-        let keys = self.convert_keys(table_columns)?;
-        let values = self.values.convert_columns(table_columns)?;
-        let sequence = self.convert_sequence(table_columns)?;
         let mut changes = Changes::default();
+        let store = &mut self.store;
         for row in 0..batch.num_rows() {
-            let key = keys.row(row);
-            let new_sequence = sequence.as_ref().map(|s| s.row(row));
-            let retract = matches!(kinds.value(row), "-U" | "-D");
-            let older = |stored: &Stored| match (&stored.sequence, new_sequence) {
-                (Some(old), Some(new)) => new < old.row(),
+            let key = encoded.keys.row(row);
+            let hash = encoded.hashes[row];
+            let new_sequence = encoded.sequence.as_ref().map(|s| s.row(row));
+            let new_sequence = new_sequence.as_ref().map(|s| s.data());
+            // Row-format bytes compare as the values do.
+            let older = |store: &RowStore, id| match (store.sequence(id), new_sequence) {
+                (Some(old), Some(new)) => new < old,
                 _ => false,
             };
-            if retract {
+            if matches!(kinds.value(row), "-U" | "-D") {
                 if self.rules.ignore_delete {
                     continue;
                 }
-                let Some(stored) = self.rows.get(key.as_ref()) else {
+                let Some(id) = store.live(hash, key.data()) else {
                     continue;
                 };
-                if older(stored) {
+                if older(store, id) {
                     // A late retraction loses to the stored row: nothing changes.
                     continue;
                 }
-                let stored = self.remove(key.as_ref());
-                changes.before(stored.values, "-D", row);
+                changes.before(store.row(id), "-D", row);
+                store.remove(id);
                 continue;
             }
-            let new_values = values.row(row);
-            let new_stored = || Stored {
-                values: new_values.owned(),
-                sequence: new_sequence.map(|s| s.owned()),
-            };
-            match self.rows.get_mut(key.as_ref()) {
-                None => {
-                    changes.input(row, "+I");
-                    self.insert(key.as_ref(), new_stored());
-                }
-                Some(stored) => {
+            let new_values = encoded.values.row(row);
+            match store.find(hash, key.data()) {
+                Found::Live(id) => {
                     if self.rules.first_row {
                         continue;
                     }
                     // A late row (`sequence.field`) loses and an identical row changes nothing:
                     // no update is emitted for either (Flink's rule for unchanged rows).
-                    if older(stored) || stored.values.row() == new_values {
+                    if older(store, id) || store.row(id) == new_values.data() {
                         continue;
                     }
-                    // One lookup: the new row replaces the stored one in its slot, and the
-                    // stored one becomes the before-image (moved, not copied).
-                    let new = new_stored();
-                    let added = stored_size(key.as_ref().len(), &new);
-                    let old = std::mem::replace(stored, new);
-                    self.bytes = self.bytes + added - stored_size(key.as_ref().len(), &old);
-                    if !self.clean.is_empty() && self.clean.remove(key.as_ref()) {
-                        self.bytes -= gone_size(key.as_ref().len());
-                    }
-                    changes.before(old.values, "-U", row);
+                    changes.before(store.row(id), "-U", row);
                     changes.input(row, "+U");
+                    store.replace(id, new_values.data(), new_sequence);
+                }
+                found => {
+                    changes.input(row, "+I");
+                    store.insert(
+                        found,
+                        hash,
+                        key.data(),
+                        new_values.data(),
+                        new_sequence,
+                        SlotState::Dirty,
+                    );
                 }
             }
         }
@@ -265,11 +337,10 @@ impl NormalizeState {
         &mut self,
         batch: &RecordBatch,
         table_columns: &[ArrayRef],
+        encoded: &EncodedBatch,
         reducer: &dyn GroupReducer,
     ) -> Result<Changes> {
         let kinds = batch.column(0).as_string::<i32>();
-        let keys = self.convert_keys(table_columns)?;
-        let values = self.values.convert_columns(table_columns)?;
         let kind_of = |row: usize| match kinds.value(row) {
             "-U" => row_kind::UPDATE_BEFORE,
             "+U" => row_kind::UPDATE_AFTER,
@@ -283,7 +354,7 @@ impl NormalizeState {
             if self.rules.ignore_delete && is_retract(kind_of(row)) {
                 continue;
             }
-            let n = occurrences.entry(keys.row(row).data()).or_insert(0);
+            let n = occurrences.entry(encoded.keys.row(row).data()).or_insert(0);
             if waves.len() == *n {
                 waves.push(Vec::new());
             }
@@ -293,27 +364,28 @@ impl NormalizeState {
         let mut changes = Changes::default();
         for wave in waves {
             let mut merging: Vec<usize> = Vec::with_capacity(wave.len());
+            let mut stored = RowBuffer::default();
             for row in wave {
-                let key = keys.row(row);
-                if self.rows.contains_key(key.as_ref()) {
-                    merging.push(row);
-                } else if !is_retract(kind_of(row)) {
-                    changes.input(row, "+I");
-                    let stored = Stored {
-                        values: values.row(row).owned(),
-                        sequence: None,
-                    };
-                    self.insert(key.as_ref(), stored);
+                let key = encoded.keys.row(row);
+                let hash = encoded.hashes[row];
+                match self.store.find(hash, key.data()) {
+                    Found::Live(id) => {
+                        merging.push(row);
+                        stored.push(self.store.row(id));
+                    }
+                    // A retraction of a key the table does not hold changes nothing.
+                    _ if is_retract(kind_of(row)) => {}
+                    found => {
+                        changes.input(row, "+I");
+                        let values = encoded.values.row(row);
+                        self.store
+                            .insert(found, hash, key.data(), values.data(), None, SlotState::Dirty);
+                    }
                 }
-                // A retraction of a key the table does not hold changes nothing.
             }
             if merging.is_empty() {
                 continue;
             }
-            let stored: Vec<OwnedRow> = merging
-                .iter()
-                .map(|&row| self.rows[keys.row(row).as_ref()].values.clone())
-                .collect();
             let merged = self.merge_pairs(table_columns, &stored, &merging, &kind_of, reducer)?;
             let merged_kinds = merged
                 .batch
@@ -322,24 +394,25 @@ impl NormalizeState {
             let merged_values = self
                 .values
                 .convert_columns(&merged.batch.columns()[..table_columns.len()])?;
-            for (g, (&row, old)) in merging.iter().zip(stored).enumerate() {
-                let key = keys.row(row);
+            for (g, &row) in merging.iter().enumerate() {
+                let key = encoded.keys.row(row);
+                let id = self
+                    .store
+                    .live(encoded.hashes[row], key.data())
+                    .expect("a merged key is stored");
+                let old = stored.get(g);
                 if !merged.present[g] || is_retract(merged_kinds.value(g)) {
-                    self.remove(key.as_ref());
                     changes.before(old, "-D", row);
+                    self.store.remove(id);
                     continue;
                 }
                 let new = merged_values.row(g);
-                if old.row() == new {
+                if old == new.data() {
                     continue; // an update that changes nothing is not emitted
                 }
                 changes.before(old, "-U", row);
-                changes.after(new.owned(), "+U", row);
-                let stored = Stored {
-                    values: new.owned(),
-                    sequence: None,
-                };
-                self.insert(key.as_ref(), stored);
+                changes.after(new.data(), "+U", row);
+                self.store.replace(id, new.data(), None);
             }
         }
         Ok(changes)
@@ -350,12 +423,12 @@ impl NormalizeState {
     fn merge_pairs(
         &self,
         table_columns: &[ArrayRef],
-        stored: &[OwnedRow],
+        stored: &RowBuffer,
         rows: &[usize],
         kind_of: &dyn Fn(usize) -> i8,
         reducer: &dyn GroupReducer,
     ) -> Result<crate::merge::reduce::ReducedGroups> {
-        let stored_columns = self.values.convert_rows(stored.iter().map(|r| r.row()))?;
+        let stored_columns = stored.columns(&self.values, &self.values_parser)?;
         let indices: Vec<(usize, usize)> = rows
             .iter()
             .enumerate()
@@ -390,8 +463,8 @@ impl NormalizeState {
         table_columns: &[ArrayRef],
         changes: Changes,
     ) -> Result<RecordBatch> {
-        let before_columns = self.values.convert_rows(changes.before.iter().map(|r| r.row()))?;
-        let after_columns = self.values.convert_rows(changes.after.iter().map(|r| r.row()))?;
+        let before_columns = changes.before.columns(&self.values, &self.values_parser)?;
+        let after_columns = changes.after.columns(&self.values, &self.values_parser)?;
         let out = &changes.out;
         let indices: Vec<(usize, usize)> = out
             .iter()
@@ -419,91 +492,51 @@ impl NormalizeState {
         Ok(RecordBatch::try_new(Arc::clone(&self.output), columns)?)
     }
 
-    fn convert_keys(&self, columns: &[ArrayRef]) -> Result<arrow::row::Rows> {
-        let keys: Vec<ArrayRef> = self
-            .key_columns
-            .iter()
-            .map(|&c| Arc::clone(&columns[c]))
-            .collect();
-        Ok(self.keys.convert_columns(&keys)?)
-    }
-
-    fn convert_sequence(&self, columns: &[ArrayRef]) -> Result<Option<arrow::row::Rows>> {
-        let Some(converter) = &self.sequence else {
-            return Ok(None);
+    /// Encodes the key, the row and the sequence columns of `columns` (table columns).
+    fn encode(&self, columns: &[ArrayRef]) -> Result<EncodedBatch> {
+        let pick = |positions: &[usize]| -> Vec<ArrayRef> {
+            positions.iter().map(|&c| Arc::clone(&columns[c])).collect()
         };
-        let seq: Vec<ArrayRef> = self
-            .rules
-            .sequence_columns
-            .iter()
-            .map(|&c| Arc::clone(&columns[c]))
-            .collect();
-        Ok(Some(converter.convert_columns(&seq)?))
+        let keys = self.keys.convert_columns(&pick(&self.key_columns))?;
+        let hashes = keys.iter().map(|k| self.store.hash(k.data())).collect();
+        let sequence = match &self.sequence {
+            Some(converter) => Some(converter.convert_columns(&pick(&self.rules.sequence_columns))?),
+            None => None,
+        };
+        Ok(EncodedBatch {
+            keys,
+            hashes,
+            values: self.values.convert_columns(columns)?,
+            sequence,
+        })
     }
 
-    /// Stores `stored` for `key`; an existing key keeps its allocation.
-    fn insert(&mut self, key: &[u8], stored: Stored) {
-        // (both sets are empty until the state spills: skip hashing the key for them)
-        if !self.gone.is_empty() && self.gone.remove(key) {
-            self.bytes -= gone_size(key.len());
-        }
-        if !self.clean.is_empty() && self.clean.remove(key) {
-            self.bytes -= gone_size(key.len());
-        }
-        let size = stored_size(key.len(), &stored);
-        // (one lookup; the key is mostly new here, so its allocation is rarely wasted)
-        match self.rows.entry(key.into()) {
-            Entry::Occupied(mut slot) => {
-                let old = slot.insert(stored);
-                self.bytes -= stored_size(key.len(), &old);
-            }
-            Entry::Vacant(slot) => {
-                slot.insert(stored);
-            }
-        }
-        self.bytes += size;
-    }
-
-    fn remove(&mut self, key: &[u8]) -> Stored {
-        let stored = self.rows.remove(key).expect("the key is present");
-        self.bytes -= stored_size(key.len(), &stored);
-        if self.clean.remove(key) {
-            self.bytes -= gone_size(key.len());
-        }
-        if self.spilled.is_some() && self.gone.insert(key.into()) {
-            self.bytes += gone_size(key.len());
-        }
-        stored
-    }
-
-    /// Reads the keys of a batch that only the spill holds back into memory.
-    fn load_spilled(&mut self, table_columns: &[ArrayRef]) -> Result<()> {
+    /// Reads the keys of a batch that only the spill holds back into memory (after
+    /// [`Self::make_room`], whose spill may have just moved them there).
+    fn load_spilled(&mut self, encoded: &EncodedBatch) -> Result<()> {
         let Some(spilled) = &self.spilled else {
             return Ok(());
         };
-        let keys = self.convert_keys(table_columns)?;
-        let mut wanted: Vec<&[u8]> = keys
+        let mut wanted: Vec<&[u8]> = encoded
+            .keys
             .iter()
-            .map(|k| k.data())
-            .filter(|k| !self.rows.contains_key(*k) && !self.gone.contains(*k))
+            .zip(&encoded.hashes)
+            .filter(|(k, &h)| matches!(self.store.find(h, k.data()), Found::Absent))
+            .map(|(k, _)| k.data())
             .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
         wanted.sort_unstable();
         wanted.dedup();
-        let mut loaded: Vec<(Box<[u8]>, Stored)> = Vec::new();
-        let values = self.values.parser();
-        let sequence = self.sequence.as_ref().map(RowConverter::parser);
+        // (key, row, sequence) of every key found, as indices into two buffers.
+        let (mut keys, mut values) = (RowBuffer::default(), RowBuffer::default());
+        let mut found: Vec<(usize, usize, Option<usize>)> = Vec::new();
         let mut corrupt = false;
         spilled.read(wanted.into_iter(), |key, value| match decode_value(value) {
-            Some((row, seq)) => loaded.push((
-                key.into(),
-                Stored {
-                    values: values.parse(row).owned(),
-                    sequence: match (&sequence, seq) {
-                        (Some(parser), Some(seq)) => Some(parser.parse(seq).owned()),
-                        _ => None,
-                    },
-                },
-            )),
+            Some((row, sequence)) => {
+                found.push((keys.push(key), values.push(row), sequence.map(|s| values.push(s))))
+            }
             None => corrupt = true,
         })?;
         if corrupt {
@@ -512,86 +545,103 @@ impl NormalizeState {
                 self.table
             ));
         }
-        for (key, stored) in loaded {
-            self.insert(&key, stored);
-            self.bytes += gone_size(key.len());
-            self.clean.insert(key);
+        // Room for them: asked of the pool, but a refusal waits for the batch's end (`account`),
+        // as spilling now would drop the rows just loaded for this batch.
+        let needed = self
+            .store
+            .bytes_after_reserve(found.len(), keys.data.len(), values.data.len());
+        let _ = self.grow_to(needed);
+        self.store
+            .reserve(found.len(), keys.data.len(), values.data.len());
+        for (k, r, s) in found {
+            let key = keys.get(k);
+            let hash = self.store.hash(key);
+            let sequence = s.map(|s| values.get(s));
+            self.store.insert(
+                Found::Absent,
+                hash,
+                key,
+                values.get(r),
+                sequence,
+                SlotState::Clean,
+            );
         }
         Ok(())
     }
 
-    /// Writes the in-memory state to the spill (creating it) and empties memory.
+    /// Encodes `columns` (table columns) once the pool granted the memory storing every row may
+    /// take, spilling first if it refused; `None` if it still refuses with the state spilled.
+    fn encode_with_room(&mut self, columns: &[ArrayRef]) -> Result<Option<EncodedBatch>> {
+        let encoded = self.encode(columns)?;
+        Ok(self.make_room(&encoded)?.then_some(encoded))
+    }
+
+    /// Asks the pool for the memory storing `batch` may take, spilling first if it refuses;
+    /// false if it refuses even then.
+    fn make_room(&mut self, batch: &EncodedBatch) -> Result<bool> {
+        if self.store.wants_compaction() {
+            self.store.compact();
+        }
+        let rows = batch.keys.num_rows();
+        let key_bytes = batch.keys.size();
+        let value_bytes = batch.values.size() + batch.sequence.as_ref().map_or(0, Rows::size);
+        let needed = self.store.bytes_after_reserve(rows, key_bytes, value_bytes);
+        if !self.grow_to(needed) {
+            self.spill()?;
+            let needed = self.store.bytes_after_reserve(rows, key_bytes, value_bytes);
+            if !self.grow_to(needed) {
+                return Ok(false);
+            }
+        }
+        self.store.reserve(rows, key_bytes, value_bytes);
+        Ok(true)
+    }
+
+    /// Grows the reservation to `bytes` if the pool grants it.
+    fn grow_to(&mut self, bytes: usize) -> bool {
+        let reserved = self.reservation.size();
+        bytes <= reserved || self.reservation.try_grow(bytes - reserved).is_ok()
+    }
+
+    fn out_of_memory(&self) -> datafusion::error::DataFusionError {
+        exec_datafusion_err!(
+            "ChangelogNormalize of table {} needs more memory for its per-key state than the memory pool grants; narrow the snapshot range or raise the memory limit",
+            self.table
+        )
+    }
+
+    /// Writes the changed part of the state to the spill (creating it) and empties the store,
+    /// which keeps its memory for the rows to come.
     fn spill(&mut self) -> Result<()> {
+        if !self.disk.as_ref().is_some_and(|d| d.tmp_files_enabled()) {
+            return Err(self.out_of_memory());
+        }
         if self.spilled.is_none() {
-            let Some(disk) = &self.disk else {
-                return Err(exec_datafusion_err!(
-                    "ChangelogNormalize of table {} cannot spill its state: no disk manager",
-                    self.table
-                ));
-            };
+            let disk = self.disk.as_ref().expect("checked above");
             self.spilled = Some(SpilledState::create(disk, &self.table)?);
         }
         let spilled = self.spilled.as_ref().expect("created above");
-        // Sorted keys make the B-tree inserts sequential.
-        let clean = &self.clean;
-        let mut keys: Vec<&Box<[u8]>> = self
-            .rows
-            .keys()
-            .filter(|k| !clean.contains(*k))
-            .chain(self.gone.iter())
-            .collect();
-        keys.sort_unstable();
-        let rows = &self.rows;
-        spilled.write(keys.into_iter().map(|key| {
-            let value = rows
-                .get(key)
-                .map(|s| encode_value(s.values.as_ref(), s.sequence.as_ref().map(|q| q.as_ref())));
-            (key.as_ref(), value)
+        let store = &self.store;
+        spilled.write(store.unspilled().into_iter().map(|id| {
+            let value = (!store.is_gone(id)).then(|| encode_value(store.row(id), store.sequence(id)));
+            (store.key(id), value)
         }))?;
-        self.rows = HashMap::default();
-        self.gone = HashSet::default();
-        self.clean = HashSet::default();
-        self.bytes = 0;
+        self.store.clear_spilled();
         Ok(())
     }
 
-    /// Brings the memory reservation to the state's size (once per batch, not per row).
+    /// Brings the reservation to what the store holds once a batch is folded: merged rows can
+    /// outgrow what was reserved for the batch.
     fn account(&mut self) -> Result<()> {
-        let reserved = self.reservation.size();
-        if self.bytes > reserved {
-            let grown = self.reservation.try_grow(self.bytes - reserved);
-            if grown.is_ok() {
-                return Ok(());
-            }
-            if self.disk.as_ref().is_some_and(|d| d.tmp_files_enabled()) {
-                self.spill()?;
-                self.reservation.shrink(self.reservation.size());
-                return Ok(());
-            }
-            grown.map_err(|e| {
-                exec_datafusion_err!(
-                    "ChangelogNormalize of table {} needs more memory for its per-key state than the memory pool grants ({e}); narrow the snapshot range or raise the memory limit",
-                    self.table
-                )
-            })?;
-        } else {
-            self.reservation.shrink(reserved - self.bytes);
+        let bytes = self.store.allocated_bytes();
+        if self.grow_to(bytes) {
+            return Ok(());
         }
+        self.spill()?;
+        self.store.release();
+        self.reservation.shrink(self.reservation.size());
         Ok(())
     }
-}
-
-/// Bytes a key in a set (tombstones, clean keys) takes: the key plus the set entry.
-fn gone_size(key_len: usize) -> usize {
-    key_len + std::mem::size_of::<Box<[u8]>>()
-}
-
-/// Bytes a stored key takes: its row bytes plus the map entry.
-fn stored_size(key_len: usize, stored: &Stored) -> usize {
-    key_len
-        + stored.values.as_ref().len()
-        + stored.sequence.as_ref().map_or(0, |s| s.as_ref().len())
-        + std::mem::size_of::<(Box<[u8]>, Stored)>()
 }
 
 #[cfg(test)]

@@ -12,8 +12,9 @@
 //! | both           | differ                             | the end row, stored kind       |
 //!
 //! Retract rows are dropped later for the plain table. Keys are compared as arrow-row bytes
-//! (the merge's order); values as arrow-row bytes of every column. Output rows are gathered
-//! with `interleave` a batch at a time.
+//! (the merge's order); values as arrow-row bytes of every column. Each side is read, merged and
+//! encoded into rows on a task of its own, so the two states use two cores while this stream
+//! walks them. Output rows are gathered with `interleave` a batch at a time.
 
 use std::sync::Arc;
 
@@ -21,9 +22,11 @@ use arrow::array::{Array, ArrayRef, AsArray, Int8Array, RecordBatch, RecordBatch
 use arrow::compute::interleave;
 use arrow::datatypes::{Int8Type, SchemaRef};
 use arrow::row::{RowConverter, Rows, SortField};
+use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::Result;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use futures::stream::BoxStream;
 use futures::StreamExt;
 
 use crate::merge::is_retract;
@@ -46,18 +49,9 @@ pub(super) fn diff_stream(
     batch_size: usize,
 ) -> Result<SendableRecordBatchStream> {
     let schema = before.schema();
-    let converter = |cols: &[usize]| {
-        RowConverter::new(
-            cols.iter()
-                .map(|c| SortField::new(schema.field(*c).data_type().clone()))
-                .collect(),
-        )
-    };
     let state = DiffState {
-        keys: converter(&columns.keys)?,
-        values: converter(&columns.values)?,
-        before: Side::new(before),
-        after: Side::new(after),
+        before: Side::new(encoded_side(before, &columns)?),
+        after: Side::new(encoded_side(after, &columns)?),
         store: Vec::new(),
         picks: Vec::new(),
         kinds: Vec::new(),
@@ -71,9 +65,56 @@ pub(super) fn diff_stream(
     Ok(Box::pin(RecordBatchStreamAdapter::new(schema, output)))
 }
 
+/// A batch of one side with its key rows, value rows and kinds.
+type Encoded = (RecordBatch, Rows, Rows, Vec<i8>);
+
+/// The batches of `input` with their rows, encoded on a spawned task (aborted when the stream
+/// is dropped) a couple of batches ahead of the walk.
+fn encoded_side(
+    mut input: SendableRecordBatchStream,
+    columns: &DiffColumns,
+) -> Result<BoxStream<'static, Result<Encoded>>> {
+    let schema = input.schema();
+    let converter = |cols: &[usize]| {
+        RowConverter::new(
+            cols.iter()
+                .map(|c| SortField::new(schema.field(*c).data_type().clone()))
+                .collect(),
+        )
+    };
+    let (keys, values) = (converter(&columns.keys)?, converter(&columns.values)?);
+    let columns = columns.clone();
+    let encode = move |batch: RecordBatch| -> Result<Encoded> {
+        let project =
+            |cols: &[usize]| -> Vec<ArrayRef> { cols.iter().map(|c| Arc::clone(batch.column(*c))).collect() };
+        let key_rows = keys.convert_columns(&project(&columns.keys))?;
+        let value_rows = values.convert_columns(&project(&columns.values))?;
+        let kinds = batch
+            .column(columns.kind)
+            .as_primitive::<Int8Type>()
+            .values()
+            .to_vec();
+        Ok((batch, key_rows, value_rows, kinds))
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Encoded>>(2);
+    let task = SpawnedTask::spawn(async move {
+        while let Some(batch) = input.next().await {
+            let item = batch.and_then(|b| encode(b));
+            let failed = item.is_err();
+            if tx.send(item).await.is_err() || failed {
+                return;
+            }
+        }
+    });
+    let stream = futures::stream::unfold((rx, task), |(mut rx, task)| async move {
+        rx.recv().await.map(|item| (item, (rx, task)))
+    });
+    Ok(stream.boxed())
+}
+
 /// One input with its current batch.
 struct Side {
-    input: SendableRecordBatchStream,
+    input: BoxStream<'static, Result<Encoded>>,
     /// Current batch: its index in the store, key rows, value rows, kinds.
     current: Option<Current>,
     pos: usize,
@@ -88,7 +129,7 @@ struct Current {
 }
 
 impl Side {
-    fn new(input: SendableRecordBatchStream) -> Self {
+    fn new(input: BoxStream<'static, Result<Encoded>>) -> Self {
         Side {
             input,
             current: None,
@@ -103,8 +144,6 @@ impl Side {
 }
 
 struct DiffState {
-    keys: RowConverter,
-    values: RowConverter,
     before: Side,
     after: Side,
     /// Batches the pending output rows point into (plus the current ones).
@@ -143,23 +182,16 @@ impl DiffState {
         while !side.done && !side.has_row() {
             match side.input.next().await {
                 None => side.done = true,
-                Some(batch) => {
-                    let batch = batch?;
+                Some(item) => {
+                    let (batch, keys, values, kinds) = item?;
                     if batch.num_rows() == 0 {
                         continue;
                     }
-                    let project = |cols: &[usize]| -> Vec<ArrayRef> {
-                        cols.iter().map(|c| Arc::clone(batch.column(*c))).collect()
-                    };
                     let current = Current {
                         store: self.store.len(),
-                        keys: self.keys.convert_columns(&project(&self.columns.keys))?,
-                        values: self.values.convert_columns(&project(&self.columns.values))?,
-                        kinds: batch
-                            .column(self.columns.kind)
-                            .as_primitive::<Int8Type>()
-                            .values()
-                            .to_vec(),
+                        keys,
+                        values,
+                        kinds,
                     };
                     self.store.push(batch);
                     side.current = Some(current);
