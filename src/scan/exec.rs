@@ -18,12 +18,14 @@ use std::sync::Arc;
 use crate::progress::StatementProgress;
 
 use arrow::datatypes::SchemaRef;
+use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{internal_err, Result};
+use datafusion::common::{internal_err, Result, Statistics};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType, ReplaceChildrenOptions};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
+use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 
 use super::file_read::ReadLayout;
@@ -311,5 +313,25 @@ impl ExecutionPlan for PaimonScanExec {
 
     fn metrics(&self) -> Option<MetricsSet> {
         Some(self.metrics.clone_inner())
+    }
+
+    /// Rows stored in the files read: at least the rows a merge returns (inexact), which is
+    /// what the planner weighs join sides by and what sizes a normalize's state.
+    fn statistics_from_inputs(
+        &self,
+        _inputs: &[Arc<Statistics>],
+        args: &StatisticsArgs,
+    ) -> Result<Arc<Statistics>> {
+        let splits: Vec<&Split> = match args.partition() {
+            None => self.partitions.iter().flatten().collect(),
+            Some(p) => self.partitions.get(p).into_iter().flatten().collect(),
+        };
+        let rows: i64 = splits.iter().map(|s| s.row_count()).sum();
+        let mut statistics = Statistics::new_unknown(&self.schema());
+        statistics.num_rows = match self.limit {
+            Some(limit) => Precision::Inexact((rows.max(0) as usize).min(limit)),
+            None => Precision::Inexact(rows.max(0) as usize),
+        };
+        Ok(Arc::new(statistics))
     }
 }

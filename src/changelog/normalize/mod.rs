@@ -25,6 +25,7 @@ use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType, ReplaceChildrenOptions};
+use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, ExecutionPlanProperties, Partitioning, PlanProperties,
@@ -35,6 +36,9 @@ use self::state::FoldRules;
 pub(crate) use self::state::NormalizeState;
 use crate::merge::reduce::MergeEngineSpec;
 use crate::spec::{MergeEngine, TableOptions, TableSchema};
+
+/// The most keys a normalize sizes its state for up front (more grow as they come).
+const MAX_EXPECTED_KEYS: usize = 1 << 28;
 
 /// Normalizes the delta rows of one table into its changelog.
 #[derive(Debug)]
@@ -164,7 +168,7 @@ impl ExecutionPlan for ChangelogNormalizeExec {
         let reservation = MemoryConsumer::new(format!("ChangelogNormalize[{}]", self.table))
             .with_can_spill(true)
             .register(context.memory_pool());
-        let state = NormalizeState::try_new(
+        let mut state = NormalizeState::try_new(
             &self.table,
             self.schema(),
             self.key_columns.clone(),
@@ -172,6 +176,16 @@ impl ExecutionPlan for ChangelogNormalizeExec {
             reservation,
             Some(Arc::clone(&context.runtime_env().disk_manager)),
         )?;
+        // The start state holds at most as many keys as its files hold rows.
+        let seed_rows = self.seed.as_ref().and_then(|plan| {
+            let statistics = StatisticsContext::new()
+                .compute(plan.as_ref(), &StatisticsArgs::new())
+                .ok()?;
+            statistics.num_rows.get_value().copied()
+        });
+        if let Some(rows) = seed_rows {
+            state.expect_keys(rows.min(MAX_EXPECTED_KEYS));
+        }
         let seed = match &self.seed {
             Some(plan) => Some(all_partitions(plan, &context)?),
             None => None,

@@ -181,6 +181,15 @@ impl NormalizeState {
         })
     }
 
+    /// Sizes the state for `keys` keys up front (from the start state's row count) if the pool
+    /// grants it, sparing the hash table its rehashes as it grows.
+    pub(crate) fn expect_keys(&mut self, keys: usize) {
+        let needed = self.store.bytes_after_reserve(keys, 0, 0);
+        if self.grow_to(needed) {
+            self.store.reserve(keys, 0, 0);
+        }
+    }
+
     /// Seeds the state with merged rows (table columns only); emits nothing.
     pub(crate) fn seed(&mut self, batch: &RecordBatch) -> Result<()> {
         self.in_slices(batch, |state, slice| {

@@ -31,10 +31,16 @@ pub(super) enum SlotState {
     Gone,
 }
 
+/// Keys up to this long live in their slot: a lookup then reads one slot, not a slot and the
+/// key arena (integer keys are 5 or 9 bytes in row format).
+const INLINE_KEY: usize = 16;
+
 #[derive(Clone, Copy)]
 struct Slot {
     hash: u64,
-    key_at: usize,
+    /// The key itself when it is at most [`INLINE_KEY`] bytes, else its offset in the key
+    /// arena (first 8 bytes).
+    key: [u8; INLINE_KEY],
     value_at: usize,
     key_len: u32,
     /// Length of the row bytes at `value_at`.
@@ -45,6 +51,20 @@ struct Slot {
 }
 
 impl Slot {
+    fn key_at(&self) -> usize {
+        usize::from_le_bytes(self.key[..8].try_into().expect("8 bytes"))
+    }
+
+    fn key<'a>(&'a self, arena: &'a [u8]) -> &'a [u8] {
+        let len = self.key_len as usize;
+        if len <= INLINE_KEY {
+            &self.key[..len]
+        } else {
+            let at = self.key_at();
+            &arena[at..at + len]
+        }
+    }
+
     fn value_len(&self) -> usize {
         self.row_len as usize + self.sequence_len as usize
     }
@@ -94,7 +114,7 @@ impl RowStore {
         let (slots, keys) = (&self.slots, &self.keys);
         let found = self.index.find(hash, |&id| {
             let slot = &slots[id as usize];
-            slot.hash == hash && &keys[slot.key_at..slot.key_at + slot.key_len as usize] == key
+            slot.hash == hash && slot.key(keys) == key
         });
         match found {
             None => Found::Absent,
@@ -112,8 +132,7 @@ impl RowStore {
     }
 
     pub(super) fn key(&self, id: SlotId) -> &[u8] {
-        let slot = &self.slots[id as usize];
-        &self.keys[slot.key_at..slot.key_at + slot.key_len as usize]
+        self.slots[id as usize].key(&self.keys)
     }
 
     pub(super) fn row(&self, id: SlotId) -> &[u8] {
@@ -148,11 +167,16 @@ impl RowStore {
             slot.state = state;
             return;
         }
-        let key_at = self.keys.len();
-        self.keys.extend_from_slice(key);
+        let mut key_bytes = [0; INLINE_KEY];
+        if key.len() <= INLINE_KEY {
+            key_bytes[..key.len()].copy_from_slice(key);
+        } else {
+            key_bytes[..8].copy_from_slice(&self.keys.len().to_le_bytes());
+            self.keys.extend_from_slice(key);
+        }
         let slot = Slot {
             hash,
-            key_at,
+            key: key_bytes,
             value_at,
             key_len: key.len() as u32,
             row_len: lengths.0,
@@ -207,7 +231,9 @@ impl RowStore {
             return;
         }
         s.state = SlotState::Free;
-        self.garbage_keys += slot.key_len as usize;
+        if slot.key_len as usize > INLINE_KEY {
+            self.garbage_keys += slot.key_len as usize;
+        }
         let entry = self.index.find_entry(slot.hash, |&i| i == id);
         if let Ok(entry) = entry {
             entry.remove();
@@ -305,13 +331,14 @@ impl RowStore {
             to += len;
         }
         self.values.truncate(to);
-        ids.sort_unstable_by_key(|&id| self.slots[id as usize].key_at);
+        ids.retain(|&id| self.slots[id as usize].key_len as usize > INLINE_KEY);
+        ids.sort_unstable_by_key(|&id| self.slots[id as usize].key_at());
         let mut to = 0;
         for &id in &ids {
             let slot = &mut self.slots[id as usize];
-            let len = slot.key_len as usize;
-            self.keys.copy_within(slot.key_at..slot.key_at + len, to);
-            slot.key_at = to;
+            let (at, len) = (slot.key_at(), slot.key_len as usize);
+            self.keys.copy_within(at..at + len, to);
+            slot.key[..8].copy_from_slice(&to.to_le_bytes());
             to += len;
         }
         self.keys.truncate(to);
@@ -375,8 +402,13 @@ fn index_bytes(capacity: usize) -> usize {
 mod tests {
     use super::*;
 
+    /// Every third key is too long to live in its slot.
     fn key(i: u64) -> Vec<u8> {
-        i.to_be_bytes().to_vec()
+        let mut k = i.to_be_bytes().to_vec();
+        if i % 3 == 0 {
+            k.extend_from_slice(&[7; 12]);
+        }
+        k
     }
 
     #[test]
@@ -424,8 +456,8 @@ mod tests {
     fn reserving_predicts_the_allocation() {
         let mut store = RowStore::new();
         for n in [1usize, 5, 100, 1_000, 50_000] {
-            let predicted = store.bytes_after_reserve(n, 9 * n, 30 * n);
-            store.reserve(n, 9 * n, 30 * n);
+            let predicted = store.bytes_after_reserve(n, 20 * n, 30 * n);
+            store.reserve(n, 20 * n, 30 * n);
             assert_eq!(store.allocated_bytes(), predicted, "reserving {n}");
             for i in 0..n as u64 {
                 let k = key(i + 1_000_000 * n as u64);
