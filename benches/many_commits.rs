@@ -62,13 +62,30 @@ async fn run(buckets: u32, commits: usize) {
     let explain = "EXPLAIN SELECT count(*), max(v) FROM bench.t";
     let mut inserts = Vec::with_capacity(commits);
     let mut early = (Duration::ZERO, Duration::ZERO);
+    // Planning sampled along the history: manifests merge in a saw-tooth (1 to
+    // `manifest.merge-min-count`), so one point says more about where in a tooth it fell
+    // than about the history's length.
+    let mut planning: Vec<(usize, Duration)> = Vec::new();
     for i in 0..commits {
         let sql = format!("INSERT INTO bench.t VALUES ({}, {i})", i % 500);
         inserts.push(time_sql(&session, &sql).await);
         if i + 1 == 100 {
             early = (sample(&session, explain).await, sample(&session, query).await);
         }
+        if (i + 1) % 3 == 0 {
+            planning.push((i + 1, time_sql(&session, explain).await));
+        }
     }
+    let window = |from: usize, to: usize| {
+        median(
+            planning
+                .iter()
+                .filter(|(c, _)| (from..=to).contains(c))
+                .map(|(_, d)| *d)
+                .collect(),
+        )
+    };
+    let (around_100, last_100) = (window(51, 150), window(commits.saturating_sub(99), commits));
     let late = (sample(&session, explain).await, sample(&session, query).await);
     let first = median(inserts[10..110.min(commits)].to_vec());
     let last = median(inserts[commits.saturating_sub(100)..].to_vec());
@@ -80,14 +97,32 @@ async fn run(buckets: u32, commits: usize) {
         .await
         .expect("run");
     let ratio = |a: Duration, b: Duration| b.as_secs_f64() / a.as_secs_f64().max(1e-9);
+    // The whole curve: is the cost flat, or does it keep growing with the history?
+    let per_window: Vec<String> = inserts
+        .chunks(100)
+        .zip(planning.chunks(33))
+        .map(|(i, p)| {
+            let p: Vec<Duration> = p.iter().map(|(_, d)| *d).collect();
+            format!(
+                "{:.1}/{:.1}",
+                median(i.to_vec()).as_secs_f64() * 1e3,
+                median(p).as_secs_f64() * 1e3
+            )
+        })
+        .collect();
+    println!(
+        "bucket={buckets}: median INSERT/planning ms per 100 commits: {}",
+        per_window.join(" ")
+    );
     println!(
         "bucket={buckets} commits={commits}: INSERT median first 100 {first:?}, last 100 {last:?} ({:.2}x); \
-         planning at 100 {:?}, at {commits} {:?} ({:.2}x); query at 100 {:?}, at {commits} {:?} ({:.2}x); \
+         planning at 100 {:?}, at {commits} {:?} ({:.2}x); planning sampled every 3rd commit, median of commits 51-150 {around_100:?}, of the last 100 {last_100:?} ({:.2}x); query at 100 {:?}, at {commits} {:?} ({:.2}x); \
          manifests listed: {}",
         ratio(first, last),
         early.0,
         late.0,
         ratio(early.0, late.0),
+        ratio(around_100, last_100),
         early.1,
         late.1,
         ratio(early.1, late.1),

@@ -52,6 +52,7 @@ impl TableMeta {
         let shown = self.io.display(&file);
         let bytes = self.io.read(&file, what).await?;
         let size = bytes.len();
+        crate::spec::avro_names::install();
         // apache-avro panics on some damaged headers (an invalid schema name unwrapped):
         // that is a corrupt file too.
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -12,6 +12,7 @@
 //!   <p1>=<v1>/bucket-<n>/data-*.parquet   data and changelog files
 //! ```
 
+pub(crate) mod avro_names;
 pub mod binary_row;
 pub mod bucket;
 pub mod manifest;
