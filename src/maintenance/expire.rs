@@ -143,8 +143,10 @@ pub(crate) async fn expire_older_than(
     options: ExpireOptions,
     older_than_ms: i64,
 ) -> Result<usize> {
-    let ids = meta.snapshot_ids().await?;
-    let (Some(&earliest), Some(&latest)) = (ids.first(), ids.last()) else {
+    let (Some(earliest), Some(latest)) = (
+        meta.earliest_snapshot_id_for_commit().await?,
+        meta.latest_snapshot_id().await?,
+    ) else {
         return Ok(0);
     };
     match expire_range(meta, schema, options, older_than_ms, earliest, latest).await {

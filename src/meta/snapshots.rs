@@ -77,6 +77,33 @@ impl TableMeta {
         Ok(self.snapshot_ids().await?.first().copied())
     }
 
+    /// The earliest snapshot id for code that runs after every commit (expiration): the
+    /// `EARLIEST` hint when the snapshot it names exists and the one before it does not, else a
+    /// listing, after which the hint is written so the next commit need not list again (a
+    /// table's snapshot directory holds every snapshot `snapshot.time-retained` keeps). A hint
+    /// another process made stale names a deleted snapshot and is listed past, as Java does.
+    pub(crate) async fn earliest_snapshot_id_for_commit(&self) -> Result<Option<i64>> {
+        if let Ok(bytes) = self.io.read("snapshot/EARLIEST", "hint").await {
+            if let Ok(e) = std::str::from_utf8(&bytes).unwrap_or("").trim().parse::<i64>() {
+                if e > 0
+                    && self.io.exists(&paths::snapshot_file(e)).await?
+                    && !self.io.exists(&paths::snapshot_file(e - 1)).await?
+                {
+                    return Ok(Some(e));
+                }
+            }
+        }
+        let earliest = self.earliest_snapshot_id().await?;
+        if let Some(e) = earliest {
+            // Only a hint: failing to write it costs the next commit a listing.
+            let _ = self
+                .io
+                .write("snapshot/EARLIEST", e.to_string().into_bytes())
+                .await;
+        }
+        Ok(earliest)
+    }
+
     /// The latest snapshot, if any.
     pub(crate) async fn latest_snapshot(&self) -> Result<Option<Snapshot>> {
         let id = match self.hinted_latest_id().await? {
