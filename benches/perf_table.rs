@@ -153,7 +153,7 @@ impl Row {
         let (ours, plain) = (median(self.ours.clone()), median(self.plain.clone()));
         let ratio = ours.as_secs_f64() / plain.as_secs_f64();
         println!(
-            "{:<58} {:>9.1} ms {:>9.1} ms {:>7.2}x  (goal {:.1}x{})",
+            "{:<66} {:>9.1} ms {:>9.1} ms {:>7.2}x  (goal {:.1}x{})",
             self.name,
             ours.as_secs_f64() * 1e3,
             plain.as_secs_f64() * 1e3,
@@ -306,8 +306,7 @@ fn main() {
             .push(timed(&rt, run_paimon(&session, &insert("fresh"))));
         let file = warehouse.join("sorted.parquet");
         let file = file.to_str().expect("utf-8");
-        let write_plain = || timed(&rt, sorted_parquet_write(&plain, file));
-        let plain_write = write_plain();
+        let plain_write = timed(&rt, sorted_parquet_write(&plain, file));
         rows[write_only].plain.push(plain_write);
         rows[write_only + 1].plain.push(plain_write);
         rows[write_only + 1]
@@ -320,7 +319,7 @@ fn main() {
     println!(
         "\n{keys} keys, median of {rounds} rounds; plain = DataFusion over the same Parquet files (reads) or a sorted Parquet write of the same rows (writes)\n"
     );
-    println!("{:<58} {:>12} {:>12} {:>8}", "", "ours", "plain", "ratio");
+    println!("{:<66} {:>12} {:>12} {:>8}", "", "ours", "plain", "ratio");
     for row in &rows {
         row.print();
     }
