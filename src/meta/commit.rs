@@ -245,7 +245,10 @@ impl TableMeta {
             match self.try_commit(req).await {
                 Err(Error::CommitConflict { snapshot_id }) => {
                     last_conflict = snapshot_id;
-                    let backoff = 10u64 << attempt.min(6);
+                    // Java's defaults: `commit.min-retry-wait` 10 ms doubling up to
+                    // `commit.max-retry-wait` 10 s, so a writer that keeps losing to busy peers
+                    // waits for them to finish instead of running out of attempts.
+                    let backoff = (10u64 << attempt.min(10)).min(10_000);
                     let jitter = uuid::Uuid::new_v4().as_u128() as u64 % backoff.max(1);
                     tokio::time::sleep(std::time::Duration::from_millis(backoff + jitter)).await;
                 }
