@@ -1,8 +1,8 @@
 //! Avro name checks without regular expressions.
 //!
 //! apache-avro validates every schema, namespace and field name it parses with `regex_lite`,
-//! and it parses the schema in the header of every manifest and manifest list it reads: a
-//! seventh of a small commit's time went to those regexes. [`install`] puts in checks of the same
+//! and it parses the schema in the header of every manifest and manifest list it reads: about
+//! 7% of a small commit's time went to those regexes. [`install`] puts in checks of the same
 //! rules (Avro specification, "Names") written by hand. apache-avro keeps one validator per
 //! process; if an embedding application installed its own first, that one stays.
 
