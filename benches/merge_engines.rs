@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
-use datafusion_paimon::testing::{write_generated_table, GeneratedTable};
+use datafusion_paimon::testing::{bucket_data_files, write_generated_table, GeneratedTable};
 use datafusion_paimon::PaimonSession;
 use tokio::runtime::Runtime;
 
@@ -86,15 +86,7 @@ fn setup(rt: &Runtime) -> Setup {
             .await
             .expect("open warehouse");
         // The plain baseline reads the files of one table (every table has the same data).
-        let table = dir.path().join("bench.db").join("deduplicate");
-        let mut files: Vec<String> = Vec::new();
-        for bucket in std::fs::read_dir(&table).expect("table dir").flatten() {
-            if bucket.file_name().to_string_lossy().starts_with("bucket-") {
-                for f in std::fs::read_dir(bucket.path()).expect("bucket dir").flatten() {
-                    files.push(f.path().display().to_string());
-                }
-            }
-        }
+        let files = bucket_data_files(&dir.path().join("bench.db").join("deduplicate")).expect("data files");
         let plain = SessionContext::new_with_config(config());
         let df = plain
             .read_parquet(files, ParquetReadOptions::default())

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
-use datafusion_paimon::testing::{write_generated_table, GeneratedTable};
+use datafusion_paimon::testing::{bucket_data_files, write_generated_table, GeneratedTable};
 use datafusion_paimon::PaimonSession;
 use tokio::runtime::Runtime;
 
@@ -61,15 +61,7 @@ fn setup(rt: &Runtime) -> Setup {
         let plain = SessionContext::new_with_config(config());
         for (name, _, _) in TABLES {
             // The same data files the Paimon table lists, read as plain Parquet.
-            let table = dir.path().join("bench.db").join(name);
-            let mut files: Vec<String> = Vec::new();
-            for bucket in std::fs::read_dir(&table).expect("table dir").flatten() {
-                if bucket.file_name().to_string_lossy().starts_with("bucket-") {
-                    for f in std::fs::read_dir(bucket.path()).expect("bucket dir").flatten() {
-                        files.push(f.path().display().to_string());
-                    }
-                }
-            }
+            let files = bucket_data_files(&dir.path().join("bench.db").join(name)).expect("data files");
             let df = plain
                 .read_parquet(files, ParquetReadOptions::default())
                 .await

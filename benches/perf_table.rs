@@ -30,7 +30,8 @@ use std::time::{Duration, Instant};
 
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use datafusion_paimon::testing::{
-    copy_dir, register_upsert_source, sorted_parquet_write, write_generated_table, GeneratedTable,
+    bucket_data_files, copy_dir, register_upsert_source, sorted_parquet_write, write_generated_table,
+    GeneratedTable,
 };
 use datafusion_paimon::PaimonSession;
 use tokio::runtime::Runtime;
@@ -68,14 +69,7 @@ async fn run_paimon(session: &PaimonSession, sql: &str) {
 
 /// Registers the data files under `table_dir` (every `bucket-*` directory) as `name` in `plain`.
 async fn register_plain(plain: &SessionContext, table_dir: &Path, name: &str) {
-    let mut files: Vec<String> = Vec::new();
-    for bucket in std::fs::read_dir(table_dir).expect("table dir").flatten() {
-        if bucket.file_name().to_string_lossy().starts_with("bucket-") {
-            for f in std::fs::read_dir(bucket.path()).expect("bucket dir").flatten() {
-                files.push(f.path().display().to_string());
-            }
-        }
-    }
+    let files = bucket_data_files(table_dir).expect("data files");
     let df = plain
         .read_parquet(files, ParquetReadOptions::default())
         .await

@@ -381,3 +381,17 @@ pub async fn sorted_parquet_write(ctx: &datafusion::prelude::SessionContext, pat
         .await
         .expect("parquet write");
 }
+
+/// Every data file under a table directory's `bucket-*` directories (a table without
+/// partitions): what a plain Parquet baseline of the benches reads.
+pub fn bucket_data_files(table_dir: &std::path::Path) -> std::io::Result<Vec<String>> {
+    let mut files = Vec::new();
+    for bucket in std::fs::read_dir(table_dir)?.flatten() {
+        if bucket.file_name().to_string_lossy().starts_with("bucket-") {
+            for f in std::fs::read_dir(bucket.path())?.flatten() {
+                files.push(f.path().display().to_string());
+            }
+        }
+    }
+    Ok(files)
+}
