@@ -12,6 +12,7 @@
 //! bucket, and the rows of a bucket come in commit order from the one partition that reads it.
 //! The children must therefore never be repartitioned (`benefits_from_input_partitioning`).
 
+mod key_index;
 mod spill;
 mod state;
 mod store;

@@ -204,6 +204,7 @@ impl NormalizeState {
 
     fn seed_encoded(&mut self, rows: usize, encoded: &EncodedBatch) {
         for row in 0..rows {
+            self.store.prefetch_ahead(&encoded.hashes, row);
             let key = encoded.keys.row(row);
             let hash = encoded.hashes[row];
             let values = encoded.values.row(row).data();
@@ -284,6 +285,7 @@ impl NormalizeState {
         let mut changes = Changes::default();
         let store = &mut self.store;
         for row in 0..batch.num_rows() {
+            store.prefetch_ahead(&encoded.hashes, row);
             let key = encoded.keys.row(row);
             let hash = encoded.hashes[row];
             let new_sequence = encoded.sequence.as_ref().map(|s| s.row(row));

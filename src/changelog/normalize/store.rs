@@ -14,7 +14,9 @@
 
 use std::hash::BuildHasher;
 
-use hashbrown::{DefaultHashBuilder, HashTable};
+use hashbrown::DefaultHashBuilder;
+
+use super::key_index::{prefetch, KeyIndex};
 
 pub(super) type SlotId = u32;
 
@@ -79,7 +81,7 @@ pub(super) enum Found {
 
 pub(super) struct RowStore {
     hasher: DefaultHashBuilder,
-    index: HashTable<SlotId>,
+    index: KeyIndex,
     slots: Vec<Slot>,
     free: Vec<SlotId>,
     keys: Vec<u8>,
@@ -95,7 +97,7 @@ impl RowStore {
     pub(super) fn new() -> RowStore {
         RowStore {
             hasher: DefaultHashBuilder::default(),
-            index: HashTable::new(),
+            index: KeyIndex::default(),
             slots: Vec::new(),
             free: Vec::new(),
             keys: Vec::new(),
@@ -112,14 +114,31 @@ impl RowStore {
 
     pub(super) fn find(&self, hash: u64, key: &[u8]) -> Found {
         let (slots, keys) = (&self.slots, &self.keys);
-        let found = self.index.find(hash, |&id| {
+        let found = self.index.find(hash, |id| {
             let slot = &slots[id as usize];
             slot.hash == hash && slot.key(keys) == key
         });
         match found {
             None => Found::Absent,
-            Some(&id) if self.slots[id as usize].state == SlotState::Gone => Found::Gone(id),
-            Some(&id) => Found::Live(id),
+            Some(id) if self.slots[id as usize].state == SlotState::Gone => Found::Gone(id),
+            Some(id) => Found::Live(id),
+        }
+    }
+
+    /// Prefetches what looking up the keys of `hashes[row + 8]` and `hashes[row + 16]` will
+    /// read: called once per row of a batch, it hides most of a lookup's cache misses (the
+    /// entry 16 rows ahead, then its slot 8 rows ahead, once the entry has arrived).
+    #[inline]
+    pub(super) fn prefetch_ahead(&self, hashes: &[u64], row: usize) {
+        if let Some(&hash) = hashes.get(row + 16) {
+            self.index.prefetch(hash);
+        }
+        if let Some(&hash) = hashes.get(row + 8) {
+            if let Some(id) = self.index.first_candidate(hash) {
+                if let Some(slot) = self.slots.get(id as usize) {
+                    prefetch(slot);
+                }
+            }
         }
     }
 
@@ -194,7 +213,7 @@ impl RowStore {
             }
         };
         let slots = &self.slots;
-        self.index.insert_unique(hash, id, |&i| slots[i as usize].hash);
+        self.index.insert_unique(hash, id, |i| slots[i as usize].hash);
     }
 
     /// Replaces the row of a live key (in place when it fits); the key becomes dirty.
@@ -234,10 +253,7 @@ impl RowStore {
         if slot.key_len as usize > INLINE_KEY {
             self.garbage_keys += slot.key_len as usize;
         }
-        let entry = self.index.find_entry(slot.hash, |&i| i == id);
-        if let Ok(entry) = entry {
-            entry.remove();
-        }
+        self.index.remove(slot.hash, id);
         self.free.push(id);
     }
 
@@ -280,24 +296,16 @@ impl RowStore {
             + self.values.capacity()
             + self.slots.capacity() * std::mem::size_of::<Slot>()
             + self.free.capacity() * std::mem::size_of::<SlotId>()
-            + index_bytes(self.index.capacity())
+            + self.index.allocated_bytes()
     }
 
     /// What [`Self::allocated_bytes`] will be after `reserve(rows, key_bytes, value_bytes)`.
     pub(super) fn bytes_after_reserve(&self, rows: usize, key_bytes: usize, value_bytes: usize) -> usize {
-        let index_capacity = if self.index.len() + rows <= self.index.capacity() {
-            self.index.capacity()
-        } else {
-            // hashbrown grows to at least one more than it holds, in powers of two.
-            items_in(buckets_for(
-                (self.index.len() + rows).max(self.index.capacity() + 1),
-            ))
-        };
         vec_capacity_after(&self.keys, key_bytes)
             + vec_capacity_after(&self.values, value_bytes)
             + vec_capacity_after(&self.slots, rows) * std::mem::size_of::<Slot>()
             + self.free.capacity() * std::mem::size_of::<SlotId>()
-            + index_bytes(index_capacity)
+            + self.index.bytes_after_reserve(rows)
     }
 
     /// Makes room for `rows` more keys with `key_bytes` and `value_bytes` of bytes, so that
@@ -307,7 +315,7 @@ impl RowStore {
         self.values.reserve(value_bytes);
         self.slots.reserve(rows);
         let slots = &self.slots;
-        self.index.reserve(rows, |&i| slots[i as usize].hash);
+        self.index.reserve(rows, |i| slots[i as usize].hash);
     }
 
     /// Whether compacting would free at least half of the arenas.
@@ -368,34 +376,6 @@ fn vec_capacity_after<T>(v: &Vec<T>, additional: usize) -> usize {
         _ => 1,
     };
     (len + additional).max(2 * capacity).max(smallest)
-}
-
-/// hashbrown's bucket count for `items` (7/8 load factor, powers of two).
-fn buckets_for(items: usize) -> usize {
-    if items < 4 {
-        4
-    } else if items < 8 {
-        8
-    } else {
-        (items * 8 / 7).next_power_of_two()
-    }
-}
-
-fn items_in(buckets: usize) -> usize {
-    if buckets < 8 {
-        buckets - 1
-    } else {
-        buckets / 8 * 7
-    }
-}
-
-/// Bytes of a hash table of slot ids holding `capacity` items: a slot id and a control byte
-/// per bucket.
-fn index_bytes(capacity: usize) -> usize {
-    if capacity == 0 {
-        return 0;
-    }
-    buckets_for(capacity) * (std::mem::size_of::<SlotId>() + 1) + 16
 }
 
 #[cfg(test)]
