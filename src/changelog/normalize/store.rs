@@ -3,8 +3,8 @@
 //! Millions of keys live here, so no entry owns an allocation (one per key made `malloc`,
 //! `free` and page faults the larger part of a normalize). Key bytes and row bytes (Arrow's row
 //! format) are appended to two byte arenas, a slot per key records where its bytes are, and a
-//! hash table of slot ids finds a key by the hash kept in its slot (growing the table never
-//! rehashes a key). A row replaced by a longer one, or a removed key, leaves garbage behind,
+//! hash table of slot ids ([`super::key_index`], built for prefetching) finds a key by the hash
+//! kept in its slot (growing the table never rehashes a key). A row replaced by a longer one, or a removed key, leaves garbage behind,
 //! reclaimed by compacting the arenas in place once it is half of them.
 //!
 //! Capacity grows in [`RowStore::reserve`] only, whose [`RowStore::bytes_after_reserve`] tells
