@@ -18,8 +18,9 @@
 //!
 //! A 1-bucket table is one split: its ratios show whether a bucket uses both cores.
 //!
-//! `cargo bench --bench perf_table` (`PERF_KEYS=200000` for a quick run). Not a criterion bench:
-//! the figures are ratios of whole statements measured back to back.
+//! `cargo bench --bench perf_table` (`PERF_KEYS=200000` for a quick run; `PERF_ONLY=diff` runs
+//! only the rows whose name contains `diff`, e.g. under a profiler). Not a criterion bench: the
+//! figures are ratios of whole statements measured back to back.
 
 // The allocator paimon-sql (and datafusion-cli) run with.
 #[global_allocator]
@@ -174,6 +175,8 @@ fn main() {
     let keys = env("PERF_KEYS", 2_000_000);
     let upserts = (keys / 2).max(1);
     let rounds = env("PERF_ROUNDS", 5).max(1) as usize;
+    let only = std::env::var("PERF_ONLY").unwrap_or_default();
+    let wanted = |name: &str| name.contains(only.as_str());
     // DataFusion's listing table skips hidden paths: no leading '.' in the directory name.
     let dir = tempfile::Builder::new()
         .prefix("perf-table-")
@@ -260,6 +263,7 @@ fn main() {
         "SELECT count(*), sum(v2) FROM history".into(),
         1.5,
     ));
+    reads.retain(|(name, ..)| wanted(name));
     for (name, _, _, goal) in &reads {
         rows.push(Row::new(name.clone(), *goal));
     }
@@ -277,6 +281,9 @@ fn main() {
         for (i, (_, our_sql, plain_sql, _)) in reads.iter().enumerate() {
             rows[i].ours.push(timed(&rt, run_paimon(&paimon, our_sql)));
             rows[i].plain.push(timed(&rt, run(&plain, plain_sql)));
+        }
+        if !rows[write_only..].iter().any(|row| wanted(&row.name)) {
+            continue;
         }
         // Writes: a fresh write-only table, then a copy of the 5-run table (default options).
         let warehouse = work.join(format!("round-{round}"));
@@ -314,8 +321,11 @@ fn main() {
         "\n{keys} keys, median of {rounds} rounds; plain = DataFusion over the same Parquet files (reads) or a sorted Parquet write of the same rows (writes)\n"
     );
     println!("{:<66} {:>12} {:>12} {:>8}", "", "ours", "plain", "ratio");
-    for row in &rows {
+    for row in rows.iter().filter(|row| !row.ours.is_empty()) {
         row.print();
+    }
+    if !wanted("peak RSS") {
+        return;
     }
     // Peak memory, each write alone in a fresh process.
     let warehouse = work.join("rss");
