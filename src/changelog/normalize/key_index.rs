@@ -113,25 +113,25 @@ impl KeyIndex {
         }
     }
 
+    /// `(position, entry)` of the buckets a lookup of `hash` visits: from its home bucket up to
+    /// the first empty one.
+    #[inline]
+    fn probe(&self, hash: u64) -> impl Iterator<Item = (usize, u64)> + '_ {
+        let mask = self.entries.len().wrapping_sub(1);
+        let home = hash as usize & mask;
+        (0..self.entries.len())
+            .map(move |i| (home + i) & mask)
+            .map(|at| (at, self.entries[at]))
+            .take_while(|&(_, e)| e != EMPTY)
+    }
+
     /// The slot of the entry with `hash` for which `is_key` holds.
     #[inline]
     pub(super) fn find(&self, hash: u64, mut is_key: impl FnMut(SlotId) -> bool) -> Option<SlotId> {
-        if self.entries.is_empty() {
-            return None;
-        }
-        let mask = self.entries.len() - 1;
         let tag = tag(hash);
-        let mut at = hash as usize & mask;
-        loop {
-            let e = self.entries[at];
-            if e == EMPTY {
-                return None;
-            }
-            if e >> 32 == tag && is_key(id_of(e)) {
-                return Some(id_of(e));
-            }
-            at = (at + 1) & mask;
-        }
+        self.probe(hash)
+            .find(|&(_, e)| e >> 32 == tag && is_key(id_of(e)))
+            .map(|(_, e)| id_of(e))
     }
 
     /// Adds an entry for a key the index does not hold.
@@ -155,22 +155,13 @@ impl KeyIndex {
 
     /// Removes the entry of slot `id` (stored under `hash`).
     pub(super) fn remove(&mut self, hash: u64, id: SlotId) {
-        if self.entries.is_empty() {
-            return;
-        }
-        let mask = self.entries.len() - 1;
         let wanted = entry(hash, id);
-        let mut at = hash as usize & mask;
-        loop {
-            match self.entries[at] {
-                EMPTY => return,
-                e if e == wanted => break,
-                _ => at = (at + 1) & mask,
-            }
+        let found = self.probe(hash).find(|&(_, e)| e == wanted).map(|(at, _)| at);
+        if let Some(at) = found {
+            self.entries[at] = REMOVED;
+            self.live -= 1;
+            self.removed += 1;
         }
-        self.entries[at] = REMOVED;
-        self.live -= 1;
-        self.removed += 1;
     }
 
     /// Empties the index, keeping its memory.
@@ -192,23 +183,11 @@ impl KeyIndex {
     /// always the key's own slot, worth prefetching once [`Self::prefetch`] brought the entries.
     #[inline]
     pub(super) fn first_candidate(&self, hash: u64) -> Option<SlotId> {
-        if self.entries.is_empty() {
-            return None;
-        }
-        let mask = self.entries.len() - 1;
         let tag = tag(hash);
-        let mut at = hash as usize & mask;
-        for _ in 0..PROBES_PER_PREFETCH {
-            let e = self.entries[at];
-            if e == EMPTY {
-                return None;
-            }
-            if e >> 32 == tag {
-                return Some(id_of(e));
-            }
-            at = (at + 1) & mask;
-        }
-        None
+        self.probe(hash)
+            .take(PROBES_PER_PREFETCH)
+            .find(|&(_, e)| e >> 32 == tag)
+            .map(|(_, e)| id_of(e))
     }
 }
 

@@ -4,8 +4,9 @@
 //! `free` and page faults the larger part of a normalize). Key bytes and row bytes (Arrow's row
 //! format) are appended to two byte arenas, a slot per key records where its bytes are, and a
 //! hash table of slot ids ([`super::key_index`], built for prefetching) finds a key by the hash
-//! kept in its slot (growing the table never rehashes a key). A row replaced by a longer one, or a removed key, leaves garbage behind,
-//! reclaimed by compacting the arenas in place once it is half of them.
+//! kept in its slot (growing the table never rehashes a key). A row replaced by a longer one,
+//! or a removed key, leaves garbage behind, reclaimed by compacting the arenas in place once it
+//! is half of them.
 //!
 //! Capacity grows in [`RowStore::reserve`] only, whose [`RowStore::bytes_after_reserve`] tells
 //! the caller beforehand what the memory pool must grant: growth is asked for, never found
