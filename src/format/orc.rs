@@ -1,6 +1,8 @@
-//! ORC data files (Flink's default `file.format` before Paimon 1.0), through `orc-rust`:
+//! ORC data files (Flink's default `file.format` before Paimon 1.0), read through `orc-rust`:
 //! projection by root column, deletion vectors as its row selection. Timestamps are decoded
-//! at microsecond precision, Paimon's finest.
+//! at microsecond precision, Paimon's finest. Files are written by orc-rust's writer where it
+//! encodes every column, otherwise by ours ([`super::orc_write`]: DECIMAL, TIME, TIMESTAMP WITH
+//! LOCAL TIME ZONE and nested types).
 
 use std::sync::Arc;
 
@@ -17,11 +19,11 @@ use orc_rust::projection::ProjectionMask;
 use orc_rust::schema::TimestampPrecision;
 use orc_rust::{ArrowReaderBuilder, ArrowWriterBuilder, RowSelection};
 
-use super::{FileFormat, WriteFormat};
+use super::{orc_write, FileFormat, WriteFormat};
 use crate::deletion_vector::DeletionVector;
 
-/// Column types orc-rust can write; anything else is refused before encoding.
-fn writable(data_type: &DataType) -> bool {
+/// Column types orc-rust's writer encodes; schemas with others go to ours.
+fn orc_rust_writes(data_type: &DataType) -> bool {
     matches!(
         data_type,
         DataType::Boolean
@@ -48,6 +50,8 @@ pub(super) const COMPRESSIONS: &[&str] = &["zstd", "snappy", "lz4", "zlib", "gzi
 /// batches are kept and encoded at `finish`, and the size estimate is their in-memory size.
 pub(super) struct Encoder {
     schema: SchemaRef,
+    /// Encode with [`super::orc_write`] rather than orc-rust.
+    own_writer: bool,
     compression: Option<CompressionType>,
     batches: Vec<RecordBatch>,
     bytes: usize,
@@ -59,9 +63,14 @@ fn failed(e: orc_rust::error::OrcError) -> datafusion::error::DataFusionError {
 
 impl Encoder {
     pub(super) fn new(write: &WriteFormat, schema: SchemaRef) -> Result<Self> {
-        if let Some(field) = schema.fields().iter().find(|f| !writable(f.data_type())) {
+        let own_writer = !schema.fields().iter().all(|f| orc_rust_writes(f.data_type()));
+        if let Some(field) = schema
+            .fields()
+            .iter()
+            .find(|f| !orc_write::supported(f.data_type()))
+        {
             return Err(exec_datafusion_err!(
-                "Writing ORC files does not support column '{}' of type {} yet; set 'file.format' to 'parquet' or 'avro'",
+                "Writing ORC files does not support column '{}' of type {}; set 'file.format' to 'parquet' or 'avro'",
                 field.name(),
                 field.data_type()
             ));
@@ -82,6 +91,7 @@ impl Encoder {
         };
         Ok(Encoder {
             schema,
+            own_writer,
             compression,
             batches: vec![],
             bytes: 0,
@@ -99,6 +109,9 @@ impl Encoder {
     }
 
     pub(super) fn finish(self) -> Result<Vec<u8>> {
+        if self.own_writer {
+            return orc_write::write_file(&self.schema, &self.batches, self.compression);
+        }
         let mut buf = Vec::new();
         let builder = ArrowWriterBuilder::new(&mut buf, self.schema);
         let builder = match self.compression {

@@ -383,6 +383,40 @@ INSERT INTO interop.orc_pk VALUES (1, 'x', 10, true, DATE '2024-03-01', TIMESTAM
 INSERT INTO interop.orc_pk VALUES (1, 'x2', 11, false, DATE '2024-03-02', TIMESTAMP '2024-03-02 08:00:00');
 CALL sys.compact('interop.orc_pk');
 
+-- Every type in ORC: DECIMAL, TIME, TIMESTAMP_LTZ and the nested types go through our own ORC
+-- writer (orc-rust's has no encoders for them). Row 2 of types_pk is deleted above: its
+-- TIMESTAMP '1969-12-31 23:59:59.999' is one ORC cannot hold.
+CREATE TABLE interop.types_orc (
+    id INT,
+    c_bool BOOLEAN,
+    c_tinyint TINYINT,
+    c_smallint SMALLINT,
+    c_int INT,
+    c_bigint BIGINT,
+    c_float FLOAT,
+    c_double DOUBLE,
+    c_dec10 DECIMAL(10, 2),
+    c_dec38 DECIMAL(38, 10),
+    c_string STRING,
+    c_varchar VARCHAR(20),
+    c_char CHAR(3),
+    c_bytes BYTES,
+    c_binary BINARY(4),
+    c_date DATE,
+    c_time TIME(3),
+    c_ts3 TIMESTAMP(3),
+    c_ts6 TIMESTAMP(6),
+    c_ltz TIMESTAMP_LTZ(6),
+    c_array ARRAY<INT>,
+    c_map MAP<STRING, BIGINT>,
+    c_row ROW<x INT, y STRING>,
+    PRIMARY KEY (id) NOT ENFORCED
+) WITH ('bucket' = '2', 'file.format' = 'orc');
+
+INSERT INTO interop.types_orc SELECT * FROM interop.types_pk;
+INSERT INTO interop.types_orc (id, c_dec10, c_time, c_map, c_row)
+VALUES (3, -0.01, TIME '12:00:00.001', MAP {'new': 1}, named_struct('x', CAST(NULL AS INT), 'y', 'three'));
+
 CREATE TABLE interop.orc_log (id INT, msg STRING) WITH ('file.format' = 'orc', 'file.compression' = 'lz4');
 INSERT INTO interop.orc_log VALUES (1, 'one'), (2, 'two');
 INSERT INTO interop.orc_log VALUES (3, 'three');
