@@ -267,7 +267,13 @@ pub(crate) async fn spread_diffs_over_partitions(
     let mut out = Vec::with_capacity(splits.len());
     for split in splits {
         let rows = split.row_count();
-        let ChangeFiles::Diff { before, after, keys } = &split.files else {
+        let ChangeFiles::Diff {
+            before,
+            after,
+            keys,
+            newer_only,
+        } = &split.files
+        else {
             out.push(split);
             continue;
         };
@@ -330,6 +336,7 @@ pub(crate) async fn spread_diffs_over_partitions(
                     before: cut(before),
                     after: cut(after),
                     keys: Some(Arc::new(range)),
+                    newer_only: *newer_only,
                 },
             });
         }

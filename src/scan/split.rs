@@ -25,6 +25,8 @@ pub(crate) struct SplitFile {
     pub(crate) external_path: Option<String>,
     /// LSM level of the file.
     pub(crate) level: i32,
+    /// Smallest `_SEQUENCE_NUMBER` in the file.
+    pub(crate) min_sequence_number: i64,
     /// Largest `_SEQUENCE_NUMBER` in the file.
     pub(crate) max_sequence_number: i64,
     /// Rows of the file deleted by a deletion vector.
@@ -65,6 +67,7 @@ impl SplitFile {
             max_key: decode(&file.max_key)?,
             external_path: file.external_path.clone(),
             level: file.level,
+            min_sequence_number: file.min_sequence_number,
             max_sequence_number: file.max_sequence_number,
             deletion: None,
             snapshot_id: None,
@@ -227,6 +230,7 @@ mod tests {
             max_key: vec![ScalarValue::Int32(Some(max))],
             external_path: None,
             level: 0,
+            min_sequence_number: 0,
             max_sequence_number: 0,
         }
     }

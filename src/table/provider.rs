@@ -470,17 +470,25 @@ impl PaimonTable {
             );
         }
         let (layout, output_columns, key_indices, output_schema) = self.layout_for(projection, diff);
+        let engine = self.merge_engine(&layout)?;
+        let newest_record_wins = engine.as_ref().is_some_and(|e| {
+            matches!(
+                e.kind,
+                crate::merge::EngineKind::Deduplicate { ignore_delete: false }
+            )
+        });
         let plan = plan_incremental(IncrementalPlanRequest {
             meta: &self.meta,
             schema: &self.schema,
             options: &self.options,
             range,
             predicate: self.pruning_predicate(state, filters)?,
+            newest_record_wins,
         })
         .await?;
         let ctx = ScanContext {
             table_io: self.meta.io().clone(),
-            engine: self.merge_engine(&layout)?,
+            engine,
             // incremental splits are packed by key range, not by level
             lookup_read: false,
             layout: Arc::new(layout),

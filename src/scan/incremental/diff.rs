@@ -11,6 +11,10 @@
 //! | both           | values and add-ness equal          | nothing                        |
 //! | both           | differ                             | the end row, stored kind       |
 //!
+//! When the end side holds only the files the end state adds, all newer than the start state
+//! ([`StartOnly::Unchanged`], plan.rs `newer_files_only`), a key only in the start side is
+//! unchanged rather than removed: it gives nothing, and the walk ends with the end side.
+//!
 //! Retract rows are dropped later for the plain table. Keys are compared as arrow-row bytes
 //! (the merge's order); values as arrow-row bytes of every column. Each side is read, merged and
 //! encoded into rows on a task of its own, so the two states use two cores while this stream
@@ -41,15 +45,26 @@ pub(super) struct DiffColumns {
     pub(super) kind: usize,
 }
 
+/// What a key found only in the start side means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum StartOnly {
+    /// The end side is the whole end state: the key was removed (an add becomes `-D`).
+    Removed,
+    /// The end side is only the end state's newer files: the key did not change.
+    Unchanged,
+}
+
 /// The diff of `before` and `after` (same schema) as a stream in that schema.
 pub(super) fn diff_stream(
     before: SendableRecordBatchStream,
     after: SendableRecordBatchStream,
     columns: DiffColumns,
+    start_only: StartOnly,
     batch_size: usize,
 ) -> Result<SendableRecordBatchStream> {
     let schema = before.schema();
     let state = DiffState {
+        start_only,
         before: Side::new(encoded_side(before, &columns)?),
         after: Side::new(encoded_side(after, &columns)?),
         store: Vec::new(),
@@ -144,6 +159,7 @@ impl Side {
 }
 
 struct DiffState {
+    start_only: StartOnly,
     before: Side,
     after: Side,
     /// Batches the pending output rows point into (plus the current ones).
@@ -163,8 +179,15 @@ impl DiffState {
             if self.picks.len() >= self.batch_size {
                 return self.emit().map(Some);
             }
-            self.refill(true).await?;
             self.refill(false).await?;
+            let after_ended = self.after.done && !self.after.has_row();
+            if after_ended && self.start_only == StartOnly::Unchanged {
+                // The rest of the start side is unchanged: no need to read it.
+                self.before.done = true;
+                self.before.current = None;
+            } else {
+                self.refill(true).await?;
+            }
             if !self.before.has_row() && !self.after.has_row() {
                 return if self.picks.is_empty() {
                     Ok(None)
@@ -242,11 +265,11 @@ impl DiffState {
         }
     }
 
-    /// A key only in the start state: an add becomes `-D` with the start values.
+    /// A key only in the start side: when removed, an add becomes `-D` with the start values.
     fn before_only(&mut self) {
         let c = self.before.current.as_ref().expect("has a row");
         let kind = c.kinds[self.before.pos];
-        if !is_retract(kind) {
+        if self.start_only == StartOnly::Removed && !is_retract(kind) {
             self.picks.push((c.store, self.before.pos));
             self.kinds.push(row_kind::DELETE);
         }
@@ -328,12 +351,21 @@ mod tests {
     }
 
     async fn diff(before: &[&[(i32, &str, i8)]], after: &[&[(i32, &str, i8)]], batch_size: usize) -> String {
+        diff_as(before, after, StartOnly::Removed, batch_size).await
+    }
+
+    async fn diff_as(
+        before: &[&[(i32, &str, i8)]],
+        after: &[&[(i32, &str, i8)]],
+        start_only: StartOnly,
+        batch_size: usize,
+    ) -> String {
         let columns = DiffColumns {
             keys: vec![0],
             values: vec![0, 1],
             kind: 3,
         };
-        let stream = diff_stream(input(before), input(after), columns, batch_size).unwrap();
+        let stream = diff_stream(input(before), input(after), columns, start_only, batch_size).unwrap();
         let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
         assert!(batches.iter().all(|b| b.num_rows() <= batch_size));
         let projected: Vec<RecordBatch> = batches.iter().map(|b| b.project(&[0, 1, 3]).unwrap()).collect();
@@ -380,5 +412,37 @@ mod tests {
         assert_eq!(diff(&[], &[], 8).await, "++\n++");
         let same: &[&[(i32, &str, i8)]] = &[&[(1, "a", 0)], &[(2, "b", 3)]];
         assert_eq!(diff(same, same, 8).await, "++\n++");
+    }
+
+    /// The end side holds only newer files: keys it lacks are unchanged, the rest compare as
+    /// before (an unchanged value, a changed one, a new key, a deletion of an add and of a key
+    /// that was already deleted).
+    #[tokio::test]
+    async fn newer_files_only_leave_other_keys_unchanged() {
+        let before: &[&[(i32, &str, i8)]] = &[
+            &[(1, "a", 0), (2, "b", 0), (3, "c", 0)],
+            &[(5, "e", 3), (6, "f", 0)],
+            &[(9, "i", 0)],
+        ];
+        let after: &[&[(i32, &str, i8)]] = &[
+            &[(2, "b", 2), (3, "C", 2)],
+            &[(4, "d", 0), (5, "e", 3), (6, "f", 3)],
+        ];
+        let expected = "\
++---+---+-------------+
+| k | v | _VALUE_KIND |
++---+---+-------------+
+| 3 | C | 2           |
+| 4 | d | 0           |
+| 6 | f | 3           |
++---+---+-------------+";
+        for batch_size in [1, 2, 100] {
+            assert_eq!(
+                diff_as(before, after, StartOnly::Unchanged, batch_size).await,
+                expected,
+                "batch size {batch_size}"
+            );
+        }
+        assert_eq!(diff_as(before, &[], StartOnly::Unchanged, 4).await, "++\n++");
     }
 }

@@ -38,6 +38,10 @@ pub(crate) struct IncrementalPlanRequest<'a> {
     pub(crate) range: &'a IncrementalRange,
     /// Conjunction of pushed-down filters, for pruning only.
     pub(crate) predicate: Option<Arc<dyn PhysicalExpr>>,
+    /// The merge keeps a key's record with the highest sequence number, whatever its values
+    /// (deduplicate without `sequence.field` or `ignore-delete`): a diff may then read the end
+    /// state as the start state plus the newer files (`newer_files_only`).
+    pub(crate) newest_record_wins: bool,
 }
 
 /// What one change split reads.
@@ -52,6 +56,9 @@ pub(crate) enum ChangeFiles {
         after: Vec<Vec<Vec<SplitFile>>>,
         /// Only keys in this range can differ (`narrow_diff`).
         keys: Option<Arc<KeyRange>>,
+        /// `after` holds only the files the end state adds to `before`, all newer than it: a
+        /// key they lack is unchanged (`newer_files_only`).
+        newer_only: bool,
     },
 }
 
@@ -85,8 +92,14 @@ impl ChangeSplit {
         let count = |s: &Vec<Vec<Vec<SplitFile>>>| s.iter().flatten().map(Vec::len).sum::<usize>();
         let files = match &self.files {
             ChangeFiles::Raw(files) => format!("files={}", files.len()),
+            ChangeFiles::Diff {
+                before,
+                after,
+                newer_only: false,
+                ..
+            } => format!("before_files={} after_files={}", count(before), count(after)),
             ChangeFiles::Diff { before, after, .. } => {
-                format!("before_files={} after_files={}", count(before), count(after))
+                format!("before_files={} newer_files={}", count(before), count(after))
             }
         };
         let keys = match &self.files {
@@ -230,6 +243,10 @@ async fn plan_diff(req: &IncrementalPlanRequest<'_>, ends: &DiffEnds) -> Result<
         }
         let (old_sections, new_sections, keys) =
             narrow_diff(old_sections, after.sections, first_key.as_ref());
+        let (new_sections, newer_only) = match req.newest_record_wins {
+            true => newer_files_only(&old_sections, new_sections),
+            false => (new_sections, false),
+        };
         splits.push(ChangeSplit {
             partition_path: after.partition_path,
             bucket: after.bucket,
@@ -238,6 +255,7 @@ async fn plan_diff(req: &IncrementalPlanRequest<'_>, ends: &DiffEnds) -> Result<
                 before: old_sections,
                 after: new_sections,
                 keys,
+                newer_only,
             },
         });
     }
@@ -283,6 +301,7 @@ fn diff_split(
             before,
             after,
             keys: None,
+            newer_only: false,
         },
     }
 }
@@ -366,6 +385,49 @@ fn narrow_diff(
     (before, after, keys)
 }
 
+/// The end state's files that the start state lacks, when that is all a diff needs to read of
+/// the end state: every file of `before` is in `after` (with the same deletion vector), and
+/// every other file of `after` holds only sequence numbers above all of `before`'s. Under a
+/// merge where the newest record wins, a key those newer files hold then ends as their newest
+/// record, and any other key is unchanged, so the end state's common files need not be read
+/// again. Returns `after` unchanged and `false` when that does not hold.
+fn newer_files_only(before: &Sections, after: Sections) -> (Sections, bool) {
+    let in_before: HashSet<String> = before.iter().flatten().flatten().map(file_identity).collect();
+    let in_after: HashSet<String> = after.iter().flatten().flatten().map(file_identity).collect();
+    if !in_before.is_subset(&in_after) {
+        return (after, false);
+    }
+    let newest_before = before
+        .iter()
+        .flatten()
+        .flatten()
+        .map(|f| f.max_sequence_number)
+        .max()
+        .unwrap_or(i64::MIN);
+    let is_newer = |f: &SplitFile| !in_before.contains(&file_identity(f));
+    let all_later = after
+        .iter()
+        .flatten()
+        .flatten()
+        .filter(|f| is_newer(f))
+        .all(|f| f.min_sequence_number > newest_before);
+    if !all_later {
+        return (after, false);
+    }
+    let newer: Sections = after
+        .into_iter()
+        .map(|section| {
+            section
+                .into_iter()
+                .map(|run| run.into_iter().filter(|f| is_newer(f)).collect::<Vec<_>>())
+                .filter(|run| !run.is_empty())
+                .collect::<Vec<_>>()
+        })
+        .filter(|section| !section.is_empty())
+        .collect();
+    (newer, true)
+}
+
 /// A file as one state reads it: its name plus its deletion vector, if any (a file keeps its
 /// name when compaction marks more of its rows deleted).
 fn file_identity(f: &SplitFile) -> String {
@@ -429,5 +491,69 @@ mod tests {
             .map(|k| counts(&snapshot(k), ChangeMode::Changelog))
             .collect();
         assert_eq!(changelog, [true, true, false, true]);
+    }
+
+    fn file(name: &str, seqs: (i64, i64)) -> SplitFile {
+        SplitFile {
+            file_name: name.into(),
+            file_size: 1,
+            schema_id: 0,
+            row_count: 1,
+            min_key: vec![],
+            max_key: vec![],
+            external_path: None,
+            level: 0,
+            min_sequence_number: seqs.0,
+            max_sequence_number: seqs.1,
+            deletion: None,
+            snapshot_id: None,
+        }
+    }
+
+    fn names(sections: &Sections) -> Vec<Vec<Vec<&str>>> {
+        sections
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .map(|r| r.iter().map(|f| f.file_name.as_str()).collect())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_diff_reads_only_the_newer_files_when_they_are_all_that_changed() {
+        let old = file("old", (0, 9));
+        let before: Sections = vec![vec![vec![old.clone()]]];
+        // Section 1: the old file and a newer run; section 2: a newer file alone.
+        let after: Sections = vec![
+            vec![vec![old.clone()], vec![file("new1", (10, 12))]],
+            vec![vec![file("new2", (13, 13))]],
+        ];
+        let (newer, only) = newer_files_only(&before, after.clone());
+        assert!(only);
+        assert_eq!(names(&newer), vec![vec![vec!["new1"]], vec![vec!["new2"]]]);
+
+        // A file of the start state that the end state dropped (compaction): both states read.
+        let compacted: Sections = vec![vec![vec![file("merged", (0, 12))]]];
+        let (same, only) = newer_files_only(&before, compacted.clone());
+        assert!(!only);
+        assert_eq!(names(&same), names(&compacted));
+
+        // A new file with a sequence number not above the start state's (another writer).
+        let overlapping: Sections = vec![vec![vec![old.clone()], vec![file("late", (9, 20))]]];
+        assert!(!newer_files_only(&before, overlapping).1);
+
+        // The same file with a new deletion vector holds other rows.
+        let mut marked = old.clone();
+        marked.deletion = Some(crate::deletion_vector::DvRef {
+            index_path: "index-1".into(),
+            index_file_size: 20,
+            offset: 4,
+            length: 10,
+            cardinality: Some(1),
+        });
+        let remarked: Sections = vec![vec![vec![marked], vec![file("new1", (10, 12))]]];
+        assert!(!newer_files_only(&before, remarked).1);
     }
 }

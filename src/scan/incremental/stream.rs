@@ -10,7 +10,7 @@ use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::{StreamExt, TryStreamExt};
 
-use super::diff::{diff_stream, DiffColumns};
+use super::diff::{diff_stream, DiffColumns, StartOnly};
 use super::plan::{ChangeFiles, ChangeSplit};
 use crate::merge::drop_retracts_stream;
 use crate::scan::binlog::ChangelogPacker;
@@ -64,7 +64,12 @@ fn split_changes(
         ChangeFiles::Raw(files) => Ok(run_stream(
             ctx, &dir, None, files, batch_size, false, false, metrics,
         )),
-        ChangeFiles::Diff { before, after, keys } => {
+        ChangeFiles::Diff {
+            before,
+            after,
+            keys,
+            newer_only,
+        } => {
             let before = state_stream(ctx, &dir, keys.clone(), before, batch_size, metrics)?;
             let after = state_stream(ctx, &dir, keys, after, batch_size, metrics)?;
             let layout = &ctx.layout;
@@ -73,7 +78,11 @@ fn split_changes(
                 values: (0..layout.fields.len()).collect(),
                 kind: layout.kind_index(),
             };
-            diff_stream(before, after, columns, batch_size)
+            let start_only = match newer_only {
+                true => StartOnly::Unchanged,
+                false => StartOnly::Removed,
+            };
+            diff_stream(before, after, columns, start_only, batch_size)
         }
     }
 }
