@@ -17,7 +17,7 @@ use super::file_read::{read_file, FileToRead};
 use super::metrics::ScanMetrics;
 use super::row_selection::KeyRange;
 use super::split::{Split, SplitFile};
-use crate::merge::{drop_retracts_stream, merge_runs, merge_sorted_runs, MergeOptions};
+use crate::merge::{drop_retracts_stream, merge_runs, merge_sorted_runs, EngineKind, MergeOptions};
 use crate::spec::row_kind;
 
 /// Builds the output stream of one partition.
@@ -174,6 +174,20 @@ pub(crate) fn section_stream(
     let run_levels: Option<Vec<i32>> = ctx
         .lookup_read
         .then(|| runs.iter().map(|r| r.first().map_or(0, |f| f.level)).collect());
+    // Deduplicate reads a key's sequence numbers only to find its newest record, which the
+    // order of the runs tells as well when each run's numbers all lie above the previous run's
+    // (a newer run wins a tie): then the column is not decoded.
+    let deduplicate = ctx
+        .engine
+        .as_ref()
+        .is_some_and(|e| matches!(e.kind, EngineKind::Deduplicate { .. }));
+    let (runs, need_sequence) = match deduplicate && run_levels.is_none() {
+        true => match in_sequence_order(runs) {
+            Ok(ordered) => (ordered, false),
+            Err(runs) => (runs, true),
+        },
+        false => (runs, true),
+    };
     let streams = runs
         .into_iter()
         .map(|files| {
@@ -183,7 +197,7 @@ pub(crate) fn section_stream(
                 key_range.clone(),
                 files,
                 batch_size,
-                true,
+                need_sequence,
                 false,
                 metrics,
             )
@@ -218,6 +232,39 @@ pub(crate) fn section_stream(
         Arc::clone(&layout.schema),
         merged,
     )))
+}
+
+/// The runs ordered by sequence number when their ranges of sequence numbers do not overlap
+/// (every number of a run above every number of the runs before it); else the runs as given.
+fn in_sequence_order(
+    runs: Vec<Vec<SplitFile>>,
+) -> std::result::Result<Vec<Vec<SplitFile>>, Vec<Vec<SplitFile>>> {
+    let ranges: Vec<(i64, i64)> = runs
+        .iter()
+        .map(|run| {
+            let min = run
+                .iter()
+                .map(|f| f.min_sequence_number)
+                .min()
+                .unwrap_or(i64::MAX);
+            let max = run
+                .iter()
+                .map(|f| f.max_sequence_number)
+                .max()
+                .unwrap_or(i64::MIN);
+            (min, max)
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by_key(|i| ranges[*i]);
+    if !order.windows(2).all(|w| ranges[w[0]].1 < ranges[w[1]].0) {
+        return Err(runs);
+    }
+    let mut runs: Vec<Option<Vec<SplitFile>>> = runs.into_iter().map(Some).collect();
+    Ok(order
+        .into_iter()
+        .map(|i| runs[i].take().expect("each run once"))
+        .collect())
 }
 
 /// "data files a, b (run 0), c (run 1)" for error messages, at most 8 names.
@@ -285,4 +332,62 @@ pub(crate) fn rowkind_strings(kinds: impl Iterator<Item = i8>) -> ArrayRef {
             .map(|k| Some(row_kind::short_string(k)))
             .collect::<StringArray>(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(names_and_seqs: &[(&str, i64, i64)]) -> Vec<SplitFile> {
+        names_and_seqs
+            .iter()
+            .map(|(name, min, max)| SplitFile {
+                file_name: name.to_string(),
+                file_size: 1,
+                schema_id: 0,
+                row_count: 1,
+                min_key: vec![],
+                max_key: vec![],
+                external_path: None,
+                level: 0,
+                min_sequence_number: *min,
+                max_sequence_number: *max,
+                deletion: None,
+                snapshot_id: None,
+            })
+            .collect()
+    }
+
+    fn names(runs: &[Vec<SplitFile>]) -> Vec<Vec<&str>> {
+        runs.iter()
+            .map(|r| r.iter().map(|f| f.file_name.as_str()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn runs_with_disjoint_sequence_ranges_are_ordered_by_them() {
+        // a level run of two files (0..9, 20..29) and two newer level-0 files
+        let runs = vec![
+            run(&[("l0-b", 40, 41)]),
+            run(&[("top-1", 0, 9), ("top-2", 20, 29)]),
+            run(&[("l0-a", 30, 35)]),
+        ];
+        let ordered = in_sequence_order(runs).expect("disjoint");
+        assert_eq!(
+            names(&ordered),
+            vec![vec!["top-1", "top-2"], vec!["l0-a"], vec!["l0-b"]]
+        );
+
+        // 30..35 falls inside the level run's 0..39: sequence numbers decide, order unchanged
+        let runs = vec![
+            run(&[("top-1", 0, 9), ("top-2", 20, 39)]),
+            run(&[("l0-a", 30, 35)]),
+        ];
+        let same = in_sequence_order(runs).expect_err("overlapping");
+        assert_eq!(names(&same), vec![vec!["top-1", "top-2"], vec!["l0-a"]]);
+
+        // equal numbers in two runs are an overlap too
+        let runs = vec![run(&[("a", 5, 5)]), run(&[("b", 5, 6)])];
+        assert!(in_sequence_order(runs).is_err());
+    }
 }
