@@ -18,7 +18,6 @@
 
 mod avro;
 mod orc;
-mod orc_rle;
 mod orc_write;
 mod parquet;
 mod value_filter;
