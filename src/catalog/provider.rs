@@ -60,7 +60,7 @@ impl PaimonCatalog {
             listing: RwLock::new(BTreeMap::new()),
             empty_databases: RwLock::new(BTreeSet::new()),
             session_tables: SessionTables::default(),
-            manifests: Arc::new(crate::meta::ManifestCache::new(
+            manifests: Arc::new(crate::meta::manifest_cache(
                 crate::meta::DEFAULT_MANIFEST_CACHE_BYTES,
             )),
         });

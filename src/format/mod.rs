@@ -25,6 +25,7 @@ mod value_filter;
 pub(crate) use parquet::intersect_ranges;
 pub(crate) use value_filter::{FileValueFilter, ValueFilter};
 
+use crate::io::{CachedFooter, FooterCache};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -288,6 +289,33 @@ pub(crate) async fn open(
         Opened::Avro(a) => a.schema(),
     };
     Ok(OpenedFile { schema, inner })
+}
+
+/// As [`open`], through `footers`: a Parquet file opened before (same path and size) is
+/// opened from its footer and page index read then.
+pub(crate) async fn open_cached(
+    store: Arc<dyn ObjectStore>,
+    path: &Path,
+    size: u64,
+    with_page_index: bool,
+    footers: &FooterCache,
+) -> Result<OpenedFile> {
+    if !matches!(FileFormat::of_file(path.as_ref())?, FileFormat::Parquet) {
+        return open(store, path, size, with_page_index).await;
+    }
+    let key = format!("{path}#{size}");
+    if let Some(cached) = footers.get(&key).filter(|c| c.page_index || !with_page_index) {
+        return open_parquet_with_metadata(store, path, size, cached.metadata);
+    }
+    let opened = open(store, path, size, with_page_index).await?;
+    if let Some(metadata) = opened.parquet_metadata() {
+        let cached = CachedFooter {
+            metadata: Arc::clone(metadata),
+            page_index: with_page_index,
+        };
+        footers.put(&key, cached, metadata.memory_size());
+    }
+    Ok(opened)
 }
 
 /// The Parquet file at `path` opened from its footer (and page index) read before: a file

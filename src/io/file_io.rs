@@ -7,7 +7,27 @@ use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
 
+use parquet::file::metadata::ParquetMetaData;
+
+use super::ByteLru;
 use crate::error::{Error, Result};
+
+/// Bytes of decoded Parquet footers kept per catalog, and the most one file's may take.
+const FOOTER_CACHE_BYTES: usize = 64 << 20;
+const MAX_FOOTER_BYTES: usize = 8 << 20;
+
+/// A Parquet footer read before, and whether the page index was asked for with it.
+#[derive(Debug, Clone)]
+pub(crate) struct CachedFooter {
+    pub(crate) metadata: Arc<ParquetMetaData>,
+    pub(crate) page_index: bool,
+}
+
+/// Footers of the Parquet data files read through one catalog, by path and size: data files
+/// are immutable, so a file read again (the next query of a session, or a second partition of
+/// the same bucket) skips fetching and decoding its footer and page index, as DataFusion's own
+/// file metadata cache does for plain Parquet tables.
+pub(crate) type FooterCache = ByteLru<CachedFooter>;
 
 /// An object store rooted at a directory (a warehouse or a table).
 #[derive(Debug, Clone)]
@@ -16,6 +36,8 @@ pub(crate) struct FileIO {
     root: Path,
     /// URL of the root, for messages and for DataFusion's object store registry.
     root_url: String,
+    /// Shared by this FileIO and every one below it (the catalog's tables).
+    footers: Arc<FooterCache>,
 }
 
 impl FileIO {
@@ -24,7 +46,13 @@ impl FileIO {
             store,
             root,
             root_url,
+            footers: Arc::new(ByteLru::new(FOOTER_CACHE_BYTES, MAX_FOOTER_BYTES)),
         }
+    }
+
+    /// The Parquet footers read through this FileIO and the others of its catalog.
+    pub(crate) fn footers(&self) -> &Arc<FooterCache> {
+        &self.footers
     }
 
     /// A FileIO rooted at `relative` below this one.
@@ -34,6 +62,7 @@ impl FileIO {
             store: Arc::clone(&self.store),
             root: self.path(rel),
             root_url: format!("{}/{}", self.root_url.trim_end_matches('/'), rel),
+            footers: Arc::clone(&self.footers),
         }
     }
 

@@ -1,11 +1,13 @@
 //! Bytes on an `ObjectStore`; knows nothing about tables.
 
+mod byte_lru;
 mod data_file_write;
 mod file_io;
 mod read_counting;
 mod rolling_write;
 
+pub(crate) use byte_lru::ByteLru;
 pub(crate) use data_file_write::{write_data_file, DataFileRows, DataFileWriter};
-pub(crate) use file_io::FileIO;
+pub(crate) use file_io::{CachedFooter, FileIO, FooterCache};
 pub(crate) use read_counting::ReadCountingStore;
 pub(crate) use rolling_write::RollingFileWriter;

@@ -13,7 +13,7 @@ mod snapshots;
 
 pub(crate) use commit::{CommitRequest, OverwriteScope, RowLevelBase};
 pub(crate) use consumers::valid_consumer_id;
-pub(crate) use manifest_cache::{ManifestCache, DEFAULT_MANIFEST_CACHE_BYTES};
+pub(crate) use manifest_cache::{manifest_cache, ManifestCache, DEFAULT_MANIFEST_CACHE_BYTES};
 pub(crate) use manifests::PartitionBucket;
 
 use std::sync::Arc;
@@ -34,7 +34,7 @@ pub(crate) struct TableMeta {
 
 impl TableMeta {
     pub(crate) fn new(io: FileIO) -> Self {
-        Self::with_manifest_cache(io, Arc::new(ManifestCache::new(DEFAULT_MANIFEST_CACHE_BYTES)))
+        Self::with_manifest_cache(io, Arc::new(manifest_cache(DEFAULT_MANIFEST_CACHE_BYTES)))
     }
 
     /// Metadata whose decoded manifests go to (and come from) `manifests`.

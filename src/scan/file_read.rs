@@ -19,6 +19,7 @@ use object_store::ObjectStore;
 use super::row_selection::{wanted_rows, KeyRange, StatsPruning};
 use crate::deletion_vector::DvRef;
 use crate::format::{OpenedFile, ValueFilter};
+use crate::io::FooterCache;
 use crate::spec::{DataField, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
 
 /// What to read from every file of a scan: value columns by field id, plus the system columns
@@ -82,6 +83,8 @@ pub(crate) struct FileToRead {
     /// Rows failing this filter may be skipped (Parquet); only for files read without a
     /// merge, see [`ValueFilter`].
     pub(crate) value_filter: Option<Arc<ValueFilter>>,
+    /// Parquet footers read before (the catalog's), consulted and filled when given.
+    pub(crate) footers: Option<Arc<FooterCache>>,
 }
 
 impl FileToRead {
@@ -96,6 +99,7 @@ impl FileToRead {
             key_range: None,
             rows: None,
             value_filter: None,
+            footers: None,
         }
     }
 }
@@ -116,7 +120,12 @@ pub(crate) async fn read_file(
     batch_size: usize,
 ) -> Result<impl futures::Stream<Item = Result<RecordBatch>> + Send> {
     let narrowed = file.pruning.is_some() || file.key_range.is_some() || file.rows.is_some();
-    let opened = crate::format::open(Arc::clone(&store), &file.path, file.size, narrowed).await?;
+    let opened = match &file.footers {
+        Some(footers) => {
+            crate::format::open_cached(Arc::clone(&store), &file.path, file.size, narrowed, footers).await?
+        }
+        None => crate::format::open(Arc::clone(&store), &file.path, file.size, narrowed).await?,
+    };
     read_opened_file(&store, opened, file, file_schema, layout, batch_size).await
 }
 

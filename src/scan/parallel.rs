@@ -170,8 +170,9 @@ async fn key_ranges(
             .table_io
             .data_file_path(dir, &f.file_name, f.external_path.as_deref());
         let store = Arc::clone(ctx.table_io.store());
+        let footers = Arc::clone(ctx.table_io.footers());
         let size = f.file_size;
-        async move { crate::format::open(store, &path, size, true).await }
+        async move { crate::format::open_cached(store, &path, size, true, &footers).await }
     });
     let opened = futures::future::try_join_all(opens).await?;
     // (first key minimum, rows) of every unit whose minimum is known.

@@ -124,6 +124,7 @@ pub(crate) fn run_stream(
                     } else {
                         None
                     },
+                    footers: Some(Arc::clone(ctx.table_io.footers())),
                 };
                 let batches = read_file(store, file, schema, Arc::clone(&ctx.layout), batch_size).await?;
                 let batches = RecordBatchStreamAdapter::new(Arc::clone(&ctx.layout.schema), batches);

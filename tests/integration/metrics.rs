@@ -115,3 +115,31 @@ async fn scan_and_sink_report_what_they_did() {
         point("bytes_scanned")
     );
 }
+
+/// A session reads each Parquet footer once: the same query again scans only the data pages
+/// (`io::FooterCache`), and a new session over the warehouse reads the footers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn footers_are_read_once_per_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().unwrap();
+    let session = PaimonSession::open(path).await.unwrap();
+    for sql in [
+        "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1', 'write-only' = 'true')",
+        "INSERT INTO t SELECT value, concat('v', CAST(value AS VARCHAR)) FROM generate_series(1, 5000) AS s(value)",
+        "INSERT INTO t SELECT value, 'updated' FROM generate_series(1, 5000, 7) AS s(value)",
+    ] {
+        run_sql(&session, sql).await.expect(sql);
+    }
+    let query = "SELECT count(*), max(v) FROM t";
+    let first = metrics_of(&session, query, "PaimonScanExec").await("bytes_scanned");
+    let again = metrics_of(&session, query, "PaimonScanExec").await("bytes_scanned");
+    assert!(0 < again && again < first, "{again} bytes the second time, {first} the first");
+    let fresh = PaimonSession::open(path).await.unwrap();
+    let new_session = metrics_of(&fresh, query, "PaimonScanExec").await("bytes_scanned");
+    assert_eq!(new_session, first);
+    // same rows either way
+    assert_eq!(
+        single_i64(&session, "SELECT count(*) FROM t").await,
+        single_i64(&fresh, "SELECT count(*) FROM t").await
+    );
+}
