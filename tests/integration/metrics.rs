@@ -133,7 +133,10 @@ async fn footers_are_read_once_per_session() {
     let query = "SELECT count(*), max(v) FROM t";
     let first = metrics_of(&session, query, "PaimonScanExec").await("bytes_scanned");
     let again = metrics_of(&session, query, "PaimonScanExec").await("bytes_scanned");
-    assert!(0 < again && again < first, "{again} bytes the second time, {first} the first");
+    assert!(
+        0 < again && again < first,
+        "{again} bytes the second time, {first} the first"
+    );
     let fresh = PaimonSession::open(path).await.unwrap();
     let new_session = metrics_of(&fresh, query, "PaimonScanExec").await("bytes_scanned");
     assert_eq!(new_session, first);
