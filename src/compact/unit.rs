@@ -30,7 +30,7 @@ use super::lookup::{LookupContext, LookupFiles, LookupHits};
 use super::settings::{CompactSettings, Producer};
 use crate::deletion_vector::DeletionVectorIndex;
 use crate::io::{DataFileRows, RollingFileWriter};
-use crate::merge::{is_retract, key_runs, MergeEngineSpec};
+use crate::merge::{is_retract, MergeEngineSpec};
 use crate::meta::{PartitionBucket, TableMeta};
 use crate::scan::{read_file, FileToRead, ReadLayout};
 use crate::spec::{row_kind, DataFileMeta, FileKind, ManifestEntry, MergeEngine, TableSchema};
@@ -708,9 +708,7 @@ impl BucketCompaction<'_> {
 fn group_by_key(batch: &RecordBatch, converter: &RowConverter, key_columns: &[usize]) -> Result<KeyGroups> {
     let columns: Vec<_> = key_columns.iter().map(|&c| Arc::clone(batch.column(c))).collect();
     let keys = converter.convert_columns(&columns)?;
-    let mut order: Vec<u32> = (0..batch.num_rows() as u32).collect();
-    order.sort_by(|&a, &b| keys.row(a as usize).cmp(&keys.row(b as usize)));
-    let groups = key_runs(&keys, &order);
+    let (order, groups) = crate::merge::row_sort::stable_key_groups(&keys);
     Ok(KeyGroups { order, groups })
 }
 

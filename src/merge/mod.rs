@@ -83,7 +83,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 
 pub(crate) use engine::{is_retract, Collect, Deduplicate, FirstRow, MergeFunction};
-pub(crate) use reduce::{fold_batch, key_runs, EngineKind, MergeEngineSpec};
+pub(crate) use reduce::{fold_batch, EngineKind, MergeEngineSpec};
 
 /// Which rows a merged key produces.
 #[derive(Debug, Clone)]

@@ -7,6 +7,7 @@
 //! merged, ties going to the earlier chunk.
 
 use std::cmp::Ordering;
+use std::ops::Range;
 
 use arrow::row::Rows;
 
@@ -17,6 +18,32 @@ const PARALLEL_SORT_MIN_ROWS: usize = 64 * 1024;
 
 /// Row indices of `keys` in ascending key order; equal keys keep their index order.
 pub(crate) fn stable_key_order(keys: &Rows) -> Vec<u32> {
+    sorted_tags(keys).0.into_iter().map(|(_, i)| i).collect()
+}
+
+/// [`stable_key_order`] and the ranges of that order holding one key each (in order). The
+/// groups come from the sort keys already in hand: one `u128` comparison per row for keys of
+/// up to 15 bytes, instead of comparing the rows' bytes again.
+pub(crate) fn stable_key_groups(keys: &Rows) -> (Vec<u32>, Vec<Range<usize>>) {
+    let (tagged, exact) = sorted_tags(keys);
+    let mut groups = Vec::new();
+    let mut start = 0;
+    for end in 1..=tagged.len() {
+        let same = end < tagged.len() && {
+            let (a, b) = (&tagged[end - 1], &tagged[end]);
+            a.0 == b.0 && (exact || keys.row(a.1 as usize) == keys.row(b.1 as usize))
+        };
+        if !same {
+            groups.push(start..end);
+            start = end;
+        }
+    }
+    (tagged.into_iter().map(|(_, i)| i).collect(), groups)
+}
+
+/// Rows tagged with their sort keys, sorted stably; `true` when no key is longer than 15
+/// bytes, so equal tags mean equal keys.
+fn sorted_tags(keys: &Rows) -> (Vec<(u128, u32)>, bool) {
     let mut tagged: Vec<(u128, u32)> = (0..keys.num_rows())
         .map(|i| (sort_key(keys.row(i).as_ref()), i as u32))
         .collect();
@@ -32,7 +59,7 @@ pub(crate) fn stable_key_order(keys: &Rows) -> Vec<u32> {
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     if threads <= 1 || tagged.len() < PARALLEL_SORT_MIN_ROWS {
         tagged.sort_unstable_by(cmp);
-        return tagged.into_iter().map(|(_, i)| i).collect();
+        return (tagged, exact);
     }
     let chunk = tagged.len().div_ceil(threads);
     std::thread::scope(|scope| {
@@ -53,11 +80,7 @@ pub(crate) fn stable_key_order(keys: &Rows) -> Vec<u32> {
         }
         runs = next;
     }
-    runs.pop()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(_, i)| i)
-        .collect()
+    (runs.pop().unwrap_or_default(), exact)
 }
 
 fn merge<T: Copy>(a: Vec<T>, b: Vec<T>, cmp: impl Fn(&T, &T) -> Ordering) -> Vec<T> {
@@ -109,5 +132,36 @@ mod tests {
         let converter = RowConverter::new(vec![SortField::new(DataType::Utf8)]).unwrap();
         let keys = converter.convert_columns(&[strings]).unwrap();
         assert_eq!(stable_key_order(&keys), naive(&keys));
+    }
+
+    /// Groups as a byte comparison of neighbours in the sorted order finds them.
+    fn naive_groups(keys: &Rows, order: &[u32]) -> Vec<Range<usize>> {
+        let mut groups: Vec<Range<usize>> = Vec::new();
+        for i in 0..order.len() {
+            match groups.last_mut() {
+                Some(g) if keys.row(order[i - 1] as usize) == keys.row(order[i] as usize) => g.end += 1,
+                _ => groups.push(i..i + 1),
+            }
+        }
+        groups
+    }
+
+    #[test]
+    fn groups_hold_equal_keys_for_short_and_long_keys() {
+        let ints: ArrayRef = Arc::new(Int64Array::from_iter_values((0..5000).map(|i| (i * 7919) % 1200)));
+        // long keys sharing their first 15 bytes, and equal long keys
+        let strings: ArrayRef = Arc::new(StringArray::from_iter_values(
+            (0..5000).map(|i| format!("a-rather-long-common-prefix-{}", (i * 31) % 900)),
+        ));
+        for (column, data_type) in [(ints, DataType::Int64), (strings, DataType::Utf8)] {
+            let converter = RowConverter::new(vec![SortField::new(data_type)]).unwrap();
+            let keys = converter.convert_columns(&[column]).unwrap();
+            let (order, groups) = stable_key_groups(&keys);
+            assert_eq!(order, naive(&keys));
+            assert_eq!(groups, naive_groups(&keys, &order));
+        }
+        let converter = RowConverter::new(vec![SortField::new(DataType::Int64)]).unwrap();
+        let none = converter.empty_rows(0, 0);
+        assert_eq!(stable_key_groups(&none), (vec![], vec![]));
     }
 }

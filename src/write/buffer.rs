@@ -11,7 +11,7 @@ use arrow::row::{RowConverter, SortField};
 use datafusion::common::Result;
 
 use crate::io::DataFileRows;
-use crate::merge::reduce::{fold_batch, GroupReducer};
+use crate::merge::reduce::{fold_batches, GroupReducer};
 use crate::spec::{SEQUENCE_NUMBER, VALUE_KIND};
 
 /// Buffered rows of one bucket.
@@ -68,11 +68,8 @@ impl BucketBuffer {
         let Some(first) = self.batches.first() else {
             return Ok(None);
         };
-        let values = concat_batches(&first.schema(), &self.batches)?;
-        let seq_refs: Vec<&dyn Array> = self.seqs.iter().map(|a| a.as_ref()).collect();
-        let kind_refs: Vec<&dyn Array> = self.kinds.iter().map(|a| a.as_ref()).collect();
-        let value_count = values.num_columns();
-        let mut fields: Vec<Field> = values
+        let value_count = first.num_columns();
+        let mut fields: Vec<Field> = first
             .schema()
             .fields()
             .iter()
@@ -80,11 +77,20 @@ impl BucketBuffer {
             .collect();
         fields.push(Field::new(SEQUENCE_NUMBER, ArrowType::Int64, false));
         fields.push(Field::new(VALUE_KIND, ArrowType::Int8, false));
-        let mut columns = values.columns().to_vec();
-        columns.push(concat(&seq_refs)?);
-        columns.push(concat(&kind_refs)?);
-        let all = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
-        let folded = fold_batch(&all, key_columns, value_count + 1, reducer)?;
+        let schema = Arc::new(Schema::new(fields));
+        // Each buffered batch with its sequence numbers and kinds: folded without a copy of
+        // the whole buffer first.
+        let batches = self
+            .batches
+            .iter()
+            .zip(self.seqs.iter().zip(&self.kinds))
+            .map(|(batch, (seqs, kinds))| {
+                let mut columns = batch.columns().to_vec();
+                columns.extend([Arc::clone(seqs), Arc::clone(kinds)]);
+                RecordBatch::try_new(Arc::clone(&schema), columns)
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let folded = fold_batches(&batches, key_columns, value_count + 1, reducer)?;
         let seqs = folded.column(value_count).as_primitive::<Int64Type>().clone();
         let kinds = folded.column(value_count + 1).as_primitive::<Int8Type>().clone();
         let values = folded.project(&(0..value_count).collect::<Vec<_>>())?;

@@ -24,9 +24,9 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use arrow::array::{AsArray, Int8Array, RecordBatch, UInt32Array};
-use arrow::compute::{interleave_record_batch, take_record_batch};
+use arrow::compute::interleave_record_batch;
 use arrow::datatypes::Int8Type;
-use arrow::row::{RowConverter, Rows, SortField};
+use arrow::row::{RowConverter, SortField};
 use datafusion::common::Result;
 
 #[cfg(test)]
@@ -79,58 +79,65 @@ pub(crate) fn fold_batch(
     if batch.num_rows() == 0 {
         return Ok(batch.clone());
     }
+    fold_batches(std::slice::from_ref(batch), key_columns, kind_column, reducer)
+}
+
+/// [`fold_batch`] of the rows of `batches` taken one after the other (one schema, at least
+/// one batch). The rows are gathered straight from the batches in key order: they are never
+/// concatenated first.
+pub(crate) fn fold_batches(
+    batches: &[RecordBatch],
+    key_columns: &[usize],
+    kind_column: usize,
+    reducer: &dyn GroupReducer,
+) -> Result<RecordBatch> {
+    let first = &batches[0];
     let converter = RowConverter::new(
         key_columns
             .iter()
-            .map(|&i| SortField::new(batch.column(i).data_type().clone()))
+            .map(|&i| SortField::new(first.column(i).data_type().clone()))
             .collect(),
     )?;
-    let keys = converter.convert_columns(
-        &key_columns
-            .iter()
-            .map(|&i| Arc::clone(batch.column(i)))
-            .collect::<Vec<_>>(),
-    )?;
+    let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let mut keys = converter.empty_rows(total, total * 8);
+    let mut starts = Vec::with_capacity(batches.len());
+    for batch in batches {
+        starts.push(keys.num_rows());
+        let columns: Vec<_> = key_columns.iter().map(|&i| Arc::clone(batch.column(i))).collect();
+        converter.append(&mut keys, &columns)?;
+    }
+    // Row `i` of all the rows is row `i - starts[b]` of batch `b`.
+    let locate = |i: u32| -> (usize, usize) {
+        let b = starts.partition_point(|&s| s <= i as usize) - 1;
+        (b, i as usize - starts[b])
+    };
     // A stable sort keeps each key's records in arrival order.
-    let order = crate::merge::row_sort::stable_key_order(&keys);
+    let (order, groups) = crate::merge::row_sort::stable_key_groups(&keys);
 
-    // (0, row) = a single record; (1, g) = the result of group g.
-    let mut indices: Vec<(usize, usize)> = Vec::with_capacity(order.len());
-    let mut members: Vec<u32> = Vec::new();
+    // Sources: the input batches, then the reduced groups (one row per group).
+    let reduced_source = batches.len();
+    let mut indices: Vec<(usize, usize)> = Vec::with_capacity(groups.len());
+    let mut members: Vec<(usize, usize)> = Vec::new();
     let mut offsets: Vec<usize> = vec![0];
-    for run in key_runs(&keys, &order) {
+    for run in groups {
         if run.len() == 1 {
-            indices.push((0, order[run.start] as usize));
+            indices.push(locate(order[run.start]));
         } else {
-            indices.push((1, offsets.len() - 1));
-            members.extend_from_slice(&order[run]);
+            indices.push((reduced_source, offsets.len() - 1));
+            members.extend(order[run].iter().map(|&i| locate(i)));
             offsets.push(members.len());
         }
     }
+    let mut sources: Vec<&RecordBatch> = batches.iter().collect();
     if members.is_empty() {
-        return Ok(take_record_batch(batch, &UInt32Array::from(order))?);
+        return Ok(interleave_record_batch(&sources, &indices)?);
     }
-    let gathered = take_record_batch(batch, &UInt32Array::from(members))?;
+    let gathered = interleave_record_batch(&sources, &members)?;
     let reduced = reducer.reduce(&gathered, &offsets)?;
     let emit = emitted(&reduced, kind_column, true);
-    indices.retain(|&(source, g)| source == 0 || emit[g]);
-    Ok(interleave_record_batch(&[batch, &reduced.batch], &indices)?)
-}
-
-/// The ranges of `order` (row numbers sorted by key) that hold one key each.
-pub(crate) fn key_runs(keys: &Rows, order: &[u32]) -> Vec<std::ops::Range<usize>> {
-    let mut runs = Vec::new();
-    let mut start = 0;
-    while start < order.len() {
-        let key = keys.row(order[start] as usize);
-        let mut end = start + 1;
-        while end < order.len() && keys.row(order[end] as usize) == key {
-            end += 1;
-        }
-        runs.push(start..end);
-        start = end;
-    }
-    runs
+    indices.retain(|&(source, g)| source != reduced_source || emit[g]);
+    sources.push(&reduced.batch);
+    Ok(interleave_record_batch(&sources, &indices)?)
 }
 
 /// The row kinds of a batch as a slice (the kind column is non-null Int8).
