@@ -62,6 +62,7 @@ pub(crate) mod aggregate;
 mod builder;
 mod cursor;
 pub(crate) mod engine;
+pub(crate) mod gather;
 mod loser_tree;
 pub(crate) mod reduce;
 pub(crate) mod row_sort;

@@ -24,7 +24,6 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use arrow::array::{AsArray, Int8Array, RecordBatch, UInt32Array};
-use arrow::compute::interleave_record_batch;
 use arrow::datatypes::Int8Type;
 use arrow::row::{RowConverter, SortField};
 use datafusion::common::Result;
@@ -83,8 +82,7 @@ pub(crate) fn fold_batch(
 }
 
 /// [`fold_batch`] of the rows of `batches` taken one after the other (one schema, at least
-/// one batch). The rows are gathered straight from the batches in key order: they are never
-/// concatenated first.
+/// one batch), gathered in key order a column per core ([`crate::merge::gather`]).
 pub(crate) fn fold_batches(
     batches: &[RecordBatch],
     key_columns: &[usize],
@@ -100,44 +98,37 @@ pub(crate) fn fold_batches(
     )?;
     let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
     let mut keys = converter.empty_rows(total, total * 8);
-    let mut starts = Vec::with_capacity(batches.len());
     for batch in batches {
-        starts.push(keys.num_rows());
         let columns: Vec<_> = key_columns.iter().map(|&i| Arc::clone(batch.column(i))).collect();
         converter.append(&mut keys, &columns)?;
     }
-    // Row `i` of all the rows is row `i - starts[b]` of batch `b`.
-    let locate = |i: u32| -> (usize, usize) {
-        let b = starts.partition_point(|&s| s <= i as usize) - 1;
-        (b, i as usize - starts[b])
-    };
     // A stable sort keeps each key's records in arrival order.
     let (order, groups) = crate::merge::row_sort::stable_key_groups(&keys);
 
-    // Sources: the input batches, then the reduced groups (one row per group).
-    let reduced_source = batches.len();
-    let mut indices: Vec<(usize, usize)> = Vec::with_capacity(groups.len());
-    let mut members: Vec<(usize, usize)> = Vec::new();
+    // Rows to output, numbered across `batches`; the row of group `g` is row `total + g`
+    // (the reduced groups are gathered as a batch after them).
+    let mut indices: Vec<u32> = Vec::with_capacity(groups.len());
+    let mut members: Vec<u32> = Vec::new();
     let mut offsets: Vec<usize> = vec![0];
     for run in groups {
         if run.len() == 1 {
-            indices.push(locate(order[run.start]));
+            indices.push(order[run.start]);
         } else {
-            indices.push((reduced_source, offsets.len() - 1));
-            members.extend(order[run].iter().map(|&i| locate(i)));
+            indices.push((total + offsets.len() - 1) as u32);
+            members.extend_from_slice(&order[run]);
             offsets.push(members.len());
         }
     }
     let mut sources: Vec<&RecordBatch> = batches.iter().collect();
     if members.is_empty() {
-        return Ok(interleave_record_batch(&sources, &indices)?);
+        return crate::merge::gather::gather(&sources, &indices);
     }
-    let gathered = interleave_record_batch(&sources, &members)?;
+    let gathered = crate::merge::gather::gather(&sources, &members)?;
     let reduced = reducer.reduce(&gathered, &offsets)?;
     let emit = emitted(&reduced, kind_column, true);
-    indices.retain(|&(source, g)| source != reduced_source || emit[g]);
+    indices.retain(|&i| (i as usize) < total || emit[i as usize - total]);
     sources.push(&reduced.batch);
-    Ok(interleave_record_batch(&sources, &indices)?)
+    crate::merge::gather::gather(&sources, &indices)
 }
 
 /// The row kinds of a batch as a slice (the kind column is non-null Int8).
