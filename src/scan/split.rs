@@ -35,6 +35,28 @@ pub(crate) struct SplitFile {
     pub(crate) snapshot_id: Option<i64>,
 }
 
+#[cfg(test)]
+impl SplitFile {
+    /// A one-row level-0 file named `name` holding sequence numbers `min..=max`, for tests
+    /// of planning decisions that look at names and sequence ranges only.
+    pub(crate) fn with_sequences(name: &str, min: i64, max: i64) -> SplitFile {
+        SplitFile {
+            file_name: name.into(),
+            file_size: 1,
+            schema_id: 0,
+            row_count: 1,
+            min_key: vec![],
+            max_key: vec![],
+            external_path: None,
+            level: 0,
+            min_sequence_number: min,
+            max_sequence_number: max,
+            deletion: None,
+            snapshot_id: None,
+        }
+    }
+}
+
 impl SplitFile {
     pub(crate) fn new(
         file: &DataFileMeta,

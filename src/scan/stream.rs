@@ -342,20 +342,7 @@ mod tests {
     fn run(names_and_seqs: &[(&str, i64, i64)]) -> Vec<SplitFile> {
         names_and_seqs
             .iter()
-            .map(|(name, min, max)| SplitFile {
-                file_name: name.to_string(),
-                file_size: 1,
-                schema_id: 0,
-                row_count: 1,
-                min_key: vec![],
-                max_key: vec![],
-                external_path: None,
-                level: 0,
-                min_sequence_number: *min,
-                max_sequence_number: *max,
-                deletion: None,
-                snapshot_id: None,
-            })
+            .map(|(name, min, max)| SplitFile::with_sequences(name, *min, *max))
             .collect()
     }
 

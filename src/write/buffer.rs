@@ -4,14 +4,15 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, Int64Array, Int8Array, RecordBatch, UInt32Array};
-use arrow::compute::{concat, concat_batches, take, take_record_batch};
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array, Int8Array, RecordBatch};
+use arrow::compute::concat_batches;
 use arrow::datatypes::{DataType as ArrowType, Field, Int64Type, Int8Type, Schema};
-use arrow::row::{RowConverter, SortField};
 use datafusion::common::Result;
 
 use crate::io::DataFileRows;
-use crate::merge::reduce::{fold_batches, GroupReducer};
+use crate::merge::gather::gather;
+use crate::merge::reduce::{fold_batches, keys_of_batches, GroupReducer};
+use crate::merge::row_sort::stable_key_order;
 use crate::spec::{SEQUENCE_NUMBER, VALUE_KIND};
 
 /// Buffered rows of one bucket.
@@ -65,10 +66,32 @@ impl BucketBuffer {
         key_columns: &[usize],
         reducer: &dyn GroupReducer,
     ) -> Result<Option<DataFileRows>> {
+        let Some(batches) = self.with_sequences_and_kinds()? else {
+            return Ok(None);
+        };
+        let value_count = batches[0].num_columns() - 2;
+        let folded = fold_batches(&batches, key_columns, value_count + 1, reducer)?;
+        Ok(Some(split_sequences_and_kinds(folded)?))
+    }
+
+    /// The raw records for an `input` changelog file (semantics.md §6.2): every buffered
+    /// record with its own kind, sorted by key (a stable sort keeps each key's records in
+    /// arrival, i.e. sequence, order).
+    pub(crate) fn input_changelog_rows(&self, key_columns: &[usize]) -> Result<Option<DataFileRows>> {
+        let Some(batches) = self.with_sequences_and_kinds()? else {
+            return Ok(None);
+        };
+        let order = stable_key_order(&keys_of_batches(&batches, key_columns)?);
+        let sorted = gather(&batches.iter().collect::<Vec<_>>(), &order)?;
+        Ok(Some(split_sequences_and_kinds(sorted)?))
+    }
+
+    /// Each buffered batch with its `_SEQUENCE_NUMBER` and `_VALUE_KIND` columns appended
+    /// (no copy of the rows); `None` when the buffer is empty.
+    fn with_sequences_and_kinds(&self) -> Result<Option<Vec<RecordBatch>>> {
         let Some(first) = self.batches.first() else {
             return Ok(None);
         };
-        let value_count = first.num_columns();
         let mut fields: Vec<Field> = first
             .schema()
             .fields()
@@ -78,8 +101,6 @@ impl BucketBuffer {
         fields.push(Field::new(SEQUENCE_NUMBER, ArrowType::Int64, false));
         fields.push(Field::new(VALUE_KIND, ArrowType::Int8, false));
         let schema = Arc::new(Schema::new(fields));
-        // Each buffered batch with its sequence numbers and kinds: folded without a copy of
-        // the whole buffer first.
         let batches = self
             .batches
             .iter()
@@ -90,47 +111,7 @@ impl BucketBuffer {
                 RecordBatch::try_new(Arc::clone(&schema), columns)
             })
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        let folded = fold_batches(&batches, key_columns, value_count + 1, reducer)?;
-        let seqs = folded.column(value_count).as_primitive::<Int64Type>().clone();
-        let kinds = folded.column(value_count + 1).as_primitive::<Int8Type>().clone();
-        let values = folded.project(&(0..value_count).collect::<Vec<_>>())?;
-        Ok(Some(DataFileRows {
-            values,
-            kv: Some((seqs, kinds)),
-        }))
-    }
-
-    /// The raw records for an `input` changelog file (semantics.md §6.2): every buffered
-    /// record with its own kind, sorted by key (a stable sort keeps each key's records in
-    /// arrival, i.e. sequence, order).
-    pub(crate) fn input_changelog_rows(&self, key_columns: &[usize]) -> Result<Option<DataFileRows>> {
-        let Some(first) = self.batches.first() else {
-            return Ok(None);
-        };
-        let values = concat_batches(&first.schema(), &self.batches)?;
-        let seq_refs: Vec<&dyn Array> = self.seqs.iter().map(|a| a.as_ref()).collect();
-        let kind_refs: Vec<&dyn Array> = self.kinds.iter().map(|a| a.as_ref()).collect();
-        let (seqs, kinds) = (concat(&seq_refs)?, concat(&kind_refs)?);
-        let converter = RowConverter::new(
-            key_columns
-                .iter()
-                .map(|&i| SortField::new(values.column(i).data_type().clone()))
-                .collect(),
-        )?;
-        let keys = converter.convert_columns(
-            &key_columns
-                .iter()
-                .map(|&i| Arc::clone(values.column(i)))
-                .collect::<Vec<_>>(),
-        )?;
-        let order = UInt32Array::from(crate::merge::row_sort::stable_key_order(&keys));
-        Ok(Some(DataFileRows {
-            values: take_record_batch(&values, &order)?,
-            kv: Some((
-                take(&seqs, &order, None)?.as_primitive::<Int64Type>().clone(),
-                take(&kinds, &order, None)?.as_primitive::<Int8Type>().clone(),
-            )),
-        }))
+        Ok(Some(batches))
     }
 
     /// Rows for an append file, in arrival order.
@@ -141,4 +122,15 @@ impl BucketBuffer {
         let values = concat_batches(&first.schema(), &self.batches)?;
         Ok(Some(DataFileRows { values, kv: None }))
     }
+}
+
+/// Table columns, then `_SEQUENCE_NUMBER` and `_VALUE_KIND` split off as a file's rows.
+fn split_sequences_and_kinds(rows: RecordBatch) -> Result<DataFileRows> {
+    let value_count = rows.num_columns() - 2;
+    let seqs = rows.column(value_count).as_primitive::<Int64Type>().clone();
+    let kinds = rows.column(value_count + 1).as_primitive::<Int8Type>().clone();
+    Ok(DataFileRows {
+        values: rows.project(&(0..value_count).collect::<Vec<_>>())?,
+        kv: Some((seqs, kinds)),
+    })
 }

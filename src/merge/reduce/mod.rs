@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use arrow::array::{AsArray, Int8Array, RecordBatch, UInt32Array};
 use arrow::datatypes::Int8Type;
-use arrow::row::{RowConverter, SortField};
+use arrow::row::{RowConverter, Rows, SortField};
 use datafusion::common::Result;
 
 #[cfg(test)]
@@ -89,19 +89,8 @@ pub(crate) fn fold_batches(
     kind_column: usize,
     reducer: &dyn GroupReducer,
 ) -> Result<RecordBatch> {
-    let first = &batches[0];
-    let converter = RowConverter::new(
-        key_columns
-            .iter()
-            .map(|&i| SortField::new(first.column(i).data_type().clone()))
-            .collect(),
-    )?;
-    let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
-    let mut keys = converter.empty_rows(total, total * 8);
-    for batch in batches {
-        let columns: Vec<_> = key_columns.iter().map(|&i| Arc::clone(batch.column(i))).collect();
-        converter.append(&mut keys, &columns)?;
-    }
+    let keys = keys_of_batches(batches, key_columns)?;
+    let total = keys.num_rows();
     // A stable sort keeps each key's records in arrival order.
     let (order, groups) = crate::merge::row_sort::stable_key_groups(&keys);
 
@@ -129,6 +118,24 @@ pub(crate) fn fold_batches(
     indices.retain(|&i| (i as usize) < total || emit[i as usize - total]);
     sources.push(&reduced.batch);
     crate::merge::gather::gather(&sources, &indices)
+}
+
+/// The keys (`key_columns`) of the rows of `batches` taken one after the other, in the row
+/// format (at least one batch).
+pub(crate) fn keys_of_batches(batches: &[RecordBatch], key_columns: &[usize]) -> Result<Rows> {
+    let converter = RowConverter::new(
+        key_columns
+            .iter()
+            .map(|&i| SortField::new(batches[0].column(i).data_type().clone()))
+            .collect(),
+    )?;
+    let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let mut keys = converter.empty_rows(total, total * 8);
+    for batch in batches {
+        let columns: Vec<_> = key_columns.iter().map(|&i| Arc::clone(batch.column(i))).collect();
+        converter.append(&mut keys, &columns)?;
+    }
+    Ok(keys)
 }
 
 /// The row kinds of a batch as a slice (the kind column is non-null Int8).

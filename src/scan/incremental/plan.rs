@@ -494,20 +494,7 @@ mod tests {
     }
 
     fn file(name: &str, seqs: (i64, i64)) -> SplitFile {
-        SplitFile {
-            file_name: name.into(),
-            file_size: 1,
-            schema_id: 0,
-            row_count: 1,
-            min_key: vec![],
-            max_key: vec![],
-            external_path: None,
-            level: 0,
-            min_sequence_number: seqs.0,
-            max_sequence_number: seqs.1,
-            deletion: None,
-            snapshot_id: None,
-        }
+        SplitFile::with_sequences(name, seqs.0, seqs.1)
     }
 
     fn names(sections: &Sections) -> Vec<Vec<Vec<&str>>> {
