@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, RecordBatch, RecordBatchOptions, StringArray};
+use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{Int8Type, SchemaRef};
 use datafusion::common::Result;
 use datafusion::execution::SendableRecordBatchStream;
@@ -303,7 +304,7 @@ pub(crate) fn shape_output(ctx: &ScanContext, batch: &RecordBatch) -> Result<Rec
             let k = batch.column(ctx.layout.kind_index()).as_primitive::<Int8Type>();
             rowkind_strings(k.values().iter().copied())
         } else {
-            Arc::new(StringArray::from(vec!["+I"; batch.num_rows()]))
+            rowkind_strings(std::iter::repeat_n(row_kind::INSERT, batch.num_rows()))
         };
         columns.push(kinds);
     }
@@ -327,12 +328,17 @@ pub(crate) fn shape_output(ctx: &ScanContext, batch: &RecordBatch) -> Result<Rec
 }
 
 /// The `rowkind` column (`+I`, `-U`, `+U`, `-D`) for stored row kinds.
+///
+/// Every name is two bytes, so the offsets are `0, 2, 4, ...` and the values are written
+/// straight into one buffer: no per-row builder call (a `$audit_log` scan makes one per row).
 pub(crate) fn rowkind_strings(kinds: impl Iterator<Item = i8>) -> ArrayRef {
-    Arc::new(
-        kinds
-            .map(|k| Some(row_kind::short_string(k)))
-            .collect::<StringArray>(),
-    )
+    let mut values: Vec<u8> = Vec::with_capacity(kinds.size_hint().0 * 2);
+    for kind in kinds {
+        values.extend_from_slice(row_kind::short_string(kind).as_bytes());
+    }
+    let rows = values.len() / 2;
+    let offsets = OffsetBuffer::new((0..=rows as i32).map(|i| i * 2).collect::<ScalarBuffer<i32>>());
+    Arc::new(StringArray::new(offsets, Buffer::from_vec(values), None))
 }
 
 #[cfg(test)]
@@ -350,6 +356,16 @@ mod tests {
         runs.iter()
             .map(|r| r.iter().map(|f| f.file_name.as_str()).collect())
             .collect()
+    }
+
+    #[test]
+    fn rowkind_strings_name_every_kind() {
+        let kinds = [0i8, 1, 2, 3, 0];
+        let names = rowkind_strings(kinds.into_iter());
+        let names = names.as_string::<i32>();
+        let names: Vec<&str> = names.iter().map(|n| n.expect("no nulls")).collect();
+        assert_eq!(names, ["+I", "-U", "+U", "-D", "+I"]);
+        assert_eq!(rowkind_strings(std::iter::empty()).len(), 0);
     }
 
     #[test]
