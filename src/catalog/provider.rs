@@ -114,6 +114,7 @@ impl PaimonCatalog {
             read_options: Arc::clone(&self.read_options),
             table_names: tables,
             session_tables: Arc::clone(&self.session_tables),
+            manifests: Arc::clone(&self.manifests),
         }))
     }
 }
@@ -174,6 +175,8 @@ pub struct PaimonDatabase {
     read_options: ReadOptions,
     table_names: Vec<String>,
     session_tables: SessionTables,
+    /// The catalog's decoded manifests: every query of a table reads its manifests once.
+    manifests: Arc<crate::meta::ManifestCache>,
 }
 
 impl PaimonDatabase {
@@ -210,7 +213,10 @@ impl PaimonDatabase {
             Some((b, s)) => (b, Some(s.to_ascii_lowercase())),
             None => (name, None),
         };
-        let meta = Arc::new(TableMeta::new(self.io.child(base)));
+        let meta = Arc::new(TableMeta::with_manifest_cache(
+            self.io.child(base),
+            Arc::clone(&self.manifests),
+        ));
         if meta.schema_ids().await?.is_empty() {
             return Ok(None);
         }
