@@ -7,6 +7,10 @@
 //! passes it, so those files are read whole. The filter stays applied above the scan (it is
 //! reported inexact), so this only saves decoding: a row it drops is one the plan drops anyway.
 //!
+//! A predicate on primary-key columns alone is the exception: every version of a key has the
+//! same key values, so it keeps or drops all of them together, and may filter merged runs too
+//! ([`ValueFilter::on_keys`]): only the versions of the keys the query wants reach the merge.
+//!
 //! The predicate is bound to the referenced table columns; each file maps them by field id to
 //! its own columns (renamed or widened since), and skips the filter if one is missing.
 
@@ -17,8 +21,10 @@ use arrow::compute::{cast, prep_null_mask_filter};
 use arrow::datatypes::{Field, Schema, SchemaRef};
 use arrow::error::ArrowError;
 use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::logical_expr::Operator;
+use datafusion::physical_expr::expressions::BinaryExpr;
 use datafusion::physical_expr::expressions::Column;
-use datafusion::physical_expr::utils::collect_columns;
+use datafusion::physical_expr::utils::{collect_columns, split_conjunction};
 use datafusion::physical_expr::PhysicalExpr;
 
 use crate::spec::TableSchema;
@@ -69,6 +75,28 @@ impl ValueFilter {
             schema: Arc::new(Schema::new(fields)),
             field_ids: used.iter().map(|&i| table.fields[i].id).collect(),
         })
+    }
+
+    /// The filter of the conjuncts of `predicate` (bound to the table's Arrow schema) that read
+    /// only primary-key columns, or `None` if there are none. Partition columns are left out:
+    /// every row of a file has the same partition, which file pruning has judged already.
+    pub(crate) fn on_keys(table: &TableSchema, predicate: &Arc<dyn PhysicalExpr>) -> Option<Self> {
+        let keys = table.trimmed_primary_keys();
+        let is_key = |c: &Column| {
+            table
+                .fields
+                .get(c.index())
+                .is_some_and(|f| keys.iter().any(|k| k.id == f.id))
+        };
+        let on_keys = split_conjunction(predicate)
+            .into_iter()
+            .filter(|conjunct| {
+                let columns = collect_columns(conjunct);
+                !columns.is_empty() && columns.iter().all(is_key)
+            })
+            .cloned()
+            .reduce(|a, b| Arc::new(BinaryExpr::new(a, Operator::And, b)) as Arc<dyn PhysicalExpr>)?;
+        Self::new(table, &on_keys)
     }
 
     /// The filter for one file written with `file_schema` (Arrow columns `file_arrow`), or
@@ -155,5 +183,63 @@ impl FileValueFilter {
         } else {
             mask.clone()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::Int64Array;
+    use datafusion::common::ScalarValue;
+    use datafusion::physical_expr::expressions::{col, lit};
+    use datafusion::physical_plan::expressions::binary;
+
+    fn table() -> TableSchema {
+        let json = r#"{"version":3,"id":0,"fields":[{"id":0,"name":"k","type":"BIGINT NOT NULL"},{"id":1,"name":"v","type":"INT"}],"highestFieldId":1,"partitionKeys":[],"primaryKeys":["k"],"options":{},"timeMillis":0}"#;
+        TableSchema::from_json(json.as_bytes(), "schema-0").unwrap()
+    }
+
+    fn compare(table: &TableSchema, column: &str, op: Operator, value: ScalarValue) -> Arc<dyn PhysicalExpr> {
+        let arrow = table.arrow_schema();
+        binary(col(column, &arrow).unwrap(), op, lit(value), &arrow).unwrap()
+    }
+
+    fn and(a: Arc<dyn PhysicalExpr>, b: Arc<dyn PhysicalExpr>) -> Arc<dyn PhysicalExpr> {
+        Arc::new(BinaryExpr::new(a, Operator::And, b))
+    }
+
+    #[test]
+    fn on_keys_keeps_only_the_conjuncts_on_key_columns() {
+        let table = table();
+        let k_above_1 = compare(&table, "k", Operator::Gt, ScalarValue::Int64(Some(1)));
+        let k_below_9 = compare(&table, "k", Operator::Lt, ScalarValue::Int64(Some(9)));
+        let v_is_0 = compare(&table, "v", Operator::Eq, ScalarValue::Int32(Some(0)));
+        // `k = 5 OR v = 0` reads a value column: a key's versions could split on it.
+        let mixed = Arc::new(BinaryExpr::new(
+            compare(&table, "k", Operator::Eq, ScalarValue::Int64(Some(5))),
+            Operator::Or,
+            Arc::clone(&v_is_0),
+        )) as Arc<dyn PhysicalExpr>;
+        let predicate = and(and(k_above_1, and(v_is_0.clone(), k_below_9)), mixed);
+        let filter = ValueFilter::on_keys(&table, &predicate).expect("two key conjuncts");
+        assert_eq!(filter.to_string(), "k > 1 AND k < 9");
+        assert_eq!(filter.field_ids, vec![0]);
+
+        // Evaluated on a file holding (k, v): only k decides.
+        let file_arrow = table.arrow_schema();
+        let file_filter = Arc::new(filter)
+            .for_file(&table, &file_arrow)
+            .expect("k is in the file");
+        assert_eq!(file_filter.file_columns(), &[0]);
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![file_arrow.field(0).clone()])),
+            vec![Arc::new(Int64Array::from(vec![0, 2, 8, 9]))],
+        )
+        .unwrap();
+        let kept = file_filter.evaluate(&batch).unwrap();
+        assert_eq!(kept, BooleanArray::from(vec![false, true, true, false]));
+
+        // Nothing on keys alone: no filter.
+        assert!(ValueFilter::on_keys(&table, &v_is_0).is_none());
     }
 }

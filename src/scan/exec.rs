@@ -82,6 +82,9 @@ pub(crate) struct ScanContext {
     /// The pushed-down predicate, evaluated in the Parquet reader of files read without a
     /// merge (plain table reads only).
     pub(crate) value_filter: Option<Arc<crate::format::ValueFilter>>,
+    /// The pushed-down predicate's conjuncts on primary-key columns, evaluated in the Parquet
+    /// reader of merged runs too (`ValueFilter::on_keys`).
+    pub(crate) key_filter: Option<Arc<crate::format::ValueFilter>>,
 }
 
 /// Merge-on-read scan of a Paimon table snapshot.
@@ -238,6 +241,10 @@ impl DisplayAs for PaimonScanExec {
                 if let Some(filter) = &self.ctx.value_filter {
                     // evaluated in the Parquet reader of files read without a merge
                     write!(f, ", row_filter=[{filter}]")?;
+                }
+                if let Some(filter) = &self.ctx.key_filter {
+                    // evaluated in the Parquet reader of merged runs too
+                    write!(f, ", key_filter=[{filter}]")?;
                 }
                 if let Some(l) = self.limit {
                     write!(f, ", limit={l}")?;

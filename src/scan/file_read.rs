@@ -80,8 +80,8 @@ pub(crate) struct FileToRead {
     /// Only these rows, by position (ascending ranges). Honoured exactly by Parquet only: a
     /// caller that needs exactly these rows checks the format first.
     pub(crate) rows: Option<Arc<[Range<usize>]>>,
-    /// Rows failing this filter may be skipped (Parquet); only for files read without a
-    /// merge, see [`ValueFilter`].
+    /// Rows failing this filter may be skipped (Parquet); a filter on values only for files
+    /// read without a merge, see [`ValueFilter`].
     pub(crate) value_filter: Option<Arc<ValueFilter>>,
     /// Parquet footers read before (the catalog's), consulted and filled when given.
     pub(crate) footers: Option<Arc<FooterCache>>,

@@ -23,7 +23,7 @@ use datafusion::common::{Result, ScalarValue};
 
 use super::exec::ScanContext;
 use super::incremental::plan::{ChangeFiles, ChangeSplit};
-use super::row_selection::{file_key_units, KeyRange};
+use super::row_selection::{file_key_units, wanted_rows, KeyRange};
 use super::split::{Split, SplitFile};
 use crate::format::FileFormat;
 use crate::spec::DataField;
@@ -183,7 +183,17 @@ async fn key_ranges(
         else {
             return Ok(Vec::new());
         };
+        // Units the pushed-down key predicate prunes are never read: they weigh nothing.
+        let kept = wanted_rows(metadata, opened.schema(), schema, ctx.pruning.as_deref(), None);
         for unit in file_key_units(metadata, opened.schema(), schema, key.id, &key_type) {
+            let read = kept.as_ref().is_none_or(|ranges| {
+                ranges
+                    .iter()
+                    .any(|r| r.start < unit.rows.end && unit.rows.start < r.end)
+            });
+            if !read {
+                continue;
+            }
             match unit.min {
                 Some(min) if !min.is_null() => units.push((min, unit.rows.len() as i64)),
                 _ => return Ok(Vec::new()),
@@ -192,6 +202,12 @@ async fn key_ranges(
     }
     units.sort_by(|a, b| cmp(&a.0, &b.0));
     let total: i64 = units.iter().map(|u| u.1).sum();
+    // A selective key predicate (`id BETWEEN a AND b`) leaves too few rows to cut (the
+    // callers' own threshold, so reads without a predicate cut as before): one partition reads
+    // them, and no other partition opens every footer only to prune every page.
+    if total <= MIN_PIECE_ROWS + MIN_PIECE_ROWS / 4 {
+        return Ok(Vec::new());
+    }
     let per_range = (total / wanted.max(1) as i64).max(1);
     // Cut before the unit that starts the next range, at a key strictly above the last cut.
     let mut cuts: Vec<ScalarValue> = Vec::new();

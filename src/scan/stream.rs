@@ -80,7 +80,8 @@ pub(crate) fn limit_stream(
 
 /// The files of one sorted run (or of a change split), opened one after another in order;
 /// only keys in `key_range` if given. With `filter_values` (files read without a merge), the
-/// context's value filter may skip rows inside the reader.
+/// context's value filter may skip rows inside the reader; else only its key filter may, which
+/// drops every version of a key together.
 pub(crate) fn run_stream(
     ctx: &Arc<ScanContext>,
     dir: &str,
@@ -120,10 +121,9 @@ pub(crate) fn run_stream(
                     pruning: ctx.pruning.clone(),
                     key_range,
                     rows: None,
-                    value_filter: if filter_values {
-                        ctx.value_filter.clone()
-                    } else {
-                        None
+                    value_filter: match filter_values {
+                        true => ctx.value_filter.clone().or_else(|| ctx.key_filter.clone()),
+                        false => ctx.key_filter.clone(),
                     },
                     footers: Some(Arc::clone(ctx.table_io.footers())),
                 };

@@ -351,6 +351,13 @@ impl PaimonTable {
             (Some(p), ReadView::Table) => crate::format::ValueFilter::new(&self.schema, p).map(Arc::new),
             _ => None,
         };
+        // Every view: a key's versions pass or fail together, so no view loses a change.
+        let key_filter = match &predicate {
+            Some(p) if self.schema.has_primary_key() => {
+                crate::format::ValueFilter::on_keys(&self.schema, p).map(Arc::new)
+            }
+            _ => None,
+        };
         let ctx = ScanContext {
             table_io: self.meta.io().clone(),
             engine: self.merge_engine(&layout)?,
@@ -366,6 +373,7 @@ impl PaimonTable {
             output_schema,
             pruning,
             value_filter,
+            key_filter,
         };
         let target_partitions = self.target_partitions(state);
         let first_key = self.schema.trimmed_primary_keys().first().map(|f| (*f).clone());
@@ -503,6 +511,7 @@ impl PaimonTable {
             output_schema,
             pruning: None,
             value_filter: None,
+            key_filter: None,
         };
         let target_partitions = self.target_partitions(state);
         let first_key = self.schema.trimmed_primary_keys().first().map(|f| (*f).clone());
