@@ -293,3 +293,40 @@ mod path_tests {
         assert_eq!(url.to_file_path().unwrap(), parent);
     }
 }
+
+#[cfg(test)]
+mod cache_tests {
+    use datafusion::prelude::SessionContext;
+
+    use super::PaimonCatalog;
+
+    /// Every SQL query loads its tables through a database: they must decode manifests into
+    /// the catalog's cache, or each query reads them again.
+    #[tokio::test]
+    async fn tables_loaded_through_a_database_share_the_catalogs_manifests() {
+        let ctx = SessionContext::new();
+        let catalog = PaimonCatalog::open(&ctx, "tests/fixtures/pypaimon-2.1.0/warehouse")
+            .await
+            .unwrap();
+        assert_eq!(catalog.manifests.bytes(), 0);
+        let database = catalog.database("pk").expect("database pk");
+        for _ in 0..2 {
+            let table = database
+                .load("dedup_basic")
+                .await
+                .unwrap()
+                .expect("pk.dedup_basic");
+            table.scan(&ctx.state(), None, &[], None).await.unwrap();
+        }
+        let cached = catalog.manifests.bytes();
+        assert!(cached > 0, "the catalog's manifest cache stayed empty");
+        // the other table of the database adds its own manifests
+        let other = database
+            .load("partitioned_b4")
+            .await
+            .unwrap()
+            .expect("pk.partitioned_b4");
+        other.scan(&ctx.state(), None, &[], None).await.unwrap();
+        assert!(catalog.manifests.bytes() > cached);
+    }
+}

@@ -35,6 +35,11 @@ impl<V: Clone> ByteLru<V> {
         }
     }
 
+    /// Bytes of the entries kept now.
+    pub(crate) fn bytes(&self) -> usize {
+        self.entries.lock().expect("cache lock").bytes
+    }
+
     pub(crate) fn get(&self, key: &str) -> Option<V> {
         let mut entries = self.entries.lock().expect("cache lock");
         entries.clock += 1;
