@@ -15,6 +15,7 @@
 //! Pages are pruned by the first key column only (its pages are where the key order shows);
 //! files without a page index are narrowed by row groups.
 
+use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::Arc;
@@ -91,6 +92,30 @@ impl KeyRange {
             _ => true,
         };
         below_upper && above_lower
+    }
+
+    /// The keys of `unit` that lie in the range: its first-key statistics narrowed to the
+    /// range's bounds (an exclusive upper bound kept as a maximum errs on the safe side). A
+    /// page that straddles a cut is then judged by a predicate on the part this range reads.
+    pub(crate) fn clamp(&self, unit: &KeyUnit) -> KeyUnit {
+        let tighter =
+            |a: &Option<ScalarValue>, b: &Option<ScalarValue>, take_b: fn(Ordering) -> bool| match (a, b) {
+                (Some(a), Some(b)) => Some(
+                    if a.partial_cmp(b).is_some_and(take_b) {
+                        b
+                    } else {
+                        a
+                    }
+                    .clone(),
+                ),
+                (Some(v), None) | (None, Some(v)) => Some(v.clone()),
+                (None, None) => None,
+            };
+        KeyUnit {
+            rows: unit.rows.clone(),
+            min: tighter(&unit.min, &self.lower, Ordering::is_lt),
+            max: tighter(&unit.max, &self.upper, Ordering::is_gt),
+        }
     }
 
     /// The rows of `batch` whose `column` lies in the range (the batch itself if all do).
@@ -407,9 +432,17 @@ pub(crate) fn wanted_rows(
     }
     if let Some(p) = pruning {
         if let Some((column, _, _)) = &p.first_key {
+            let clamped: Vec<KeyUnit>;
+            let judged = match key_range {
+                Some(range) => {
+                    clamped = units.iter().map(|u| range.clamp(u)).collect();
+                    &clamped
+                }
+                None => &units,
+            };
             let stats = UnitStats {
                 column,
-                units: &units,
+                units: judged,
                 target: key_type,
             };
             if let Ok(keep) = p.predicate.prune(&stats) {
@@ -474,5 +507,27 @@ mod tests {
         assert!(!r.overlaps(Some(&v(20)), Some(&v(30))));
         assert!(r.overlaps(Some(&v(19)), Some(&v(30))));
         assert!(r.overlaps(None, None));
+    }
+
+    #[test]
+    fn a_unit_is_clamped_to_the_keys_a_range_reads() {
+        let v = |x: i32| Some(ScalarValue::Int32(Some(x)));
+        let unit = |min, max| KeyUnit {
+            rows: 0..100,
+            min,
+            max,
+        };
+        // a page straddling the cut at 20: the range [.., 20) reads its keys 5..=20 at most
+        let clamped = range(None, Some(20)).clamp(&unit(v(5), v(90)));
+        assert_eq!((clamped.min, clamped.max, clamped.rows), (v(5), v(20), 0..100));
+        let clamped = range(Some(20), None).clamp(&unit(v(5), v(90)));
+        assert_eq!((clamped.min, clamped.max), (v(20), v(90)));
+        // inside the range: unchanged; unknown statistics take the range's bounds
+        let clamped = range(Some(0), Some(100)).clamp(&unit(v(5), v(90)));
+        assert_eq!((clamped.min, clamped.max), (v(5), v(90)));
+        let clamped = range(Some(10), Some(20)).clamp(&unit(None, None));
+        assert_eq!((clamped.min, clamped.max), (v(10), v(20)));
+        let clamped = range(None, None).clamp(&unit(None, v(3)));
+        assert_eq!((clamped.min, clamped.max), (None, v(3)));
     }
 }
