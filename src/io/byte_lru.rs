@@ -36,6 +36,7 @@ impl<V: Clone> ByteLru<V> {
     }
 
     /// Bytes of the entries kept now.
+    #[cfg(test)]
     pub(crate) fn bytes(&self) -> usize {
         self.entries.lock().expect("cache lock").bytes
     }

@@ -19,11 +19,12 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::DataType as ArrowType;
 use datafusion::common::{Result, ScalarValue};
 
 use super::exec::ScanContext;
 use super::incremental::plan::{ChangeFiles, ChangeSplit};
-use super::row_selection::{file_key_units, wanted_rows, KeyRange};
+use super::row_selection::{file_key_units, wanted_rows, KeyRange, KeyUnit};
 use super::split::{Split, SplitFile};
 use crate::format::FileFormat;
 use crate::spec::DataField;
@@ -175,8 +176,8 @@ async fn key_ranges(
         async move { crate::format::open_cached(store, &path, size, true, &footers).await }
     });
     let opened = futures::future::try_join_all(opens).await?;
-    // (first key minimum, rows) of every unit whose minimum is known.
-    let mut units: Vec<(ScalarValue, i64)> = Vec::new();
+    // Every unit the pushed-down predicate keeps, with a known first-key minimum.
+    let mut units: Vec<KeyUnit> = Vec::new();
     for (file, opened) in section.iter().flatten().zip(&opened) {
         let (Some(metadata), Some(schema)) =
             (opened.parquet_metadata(), ctx.file_schemas.get(&file.schema_id))
@@ -194,13 +195,18 @@ async fn key_ranges(
             if !read {
                 continue;
             }
-            match unit.min {
-                Some(min) if !min.is_null() => units.push((min, unit.rows.len() as i64)),
-                _ => return Ok(Vec::new()),
+            if unit.min.as_ref().is_none_or(ScalarValue::is_null) {
+                return Ok(Vec::new());
             }
+            units.push(unit);
         }
     }
-    units.sort_by(|a, b| cmp(&a.0, &b.0));
+    let min = |u: &KeyUnit| u.min.clone().expect("units have a minimum");
+    units.sort_by(|a, b| cmp(&min(a), &min(b)));
+    let units: Vec<(ScalarValue, i64, KeyUnit)> = units
+        .into_iter()
+        .map(|u| (min(&u), u.rows.len() as i64, u))
+        .collect();
     let total: i64 = units.iter().map(|u| u.1).sum();
     // A selective key predicate (`id BETWEEN a AND b`) leaves too few rows to cut (the
     // callers' own threshold, so reads without a predicate cut as before): one partition reads
@@ -212,9 +218,11 @@ async fn key_ranges(
     // Cut before the unit that starts the next range, at a key strictly above the last cut.
     let mut cuts: Vec<ScalarValue> = Vec::new();
     let mut acc = 0;
-    for (i, (_, rows)) in units.iter().enumerate() {
+    for (i, (_, rows, _)) in units.iter().enumerate() {
         acc += rows;
-        let Some((next, _)) = units.get(i + 1) else { break };
+        let Some((next, _, _)) = units.get(i + 1) else {
+            break;
+        };
         if acc >= per_range * (cuts.len() as i64 + 1) && cuts.len() + 1 < wanted {
             let above_last = cuts.last().is_none_or(|c| cmp(next, c).is_gt());
             if above_last && cmp(next, &units[0].0).is_gt() {
@@ -228,7 +236,7 @@ async fn key_ranges(
     let mut bounds: Vec<Option<ScalarValue>> = vec![None];
     bounds.extend(cuts.into_iter().map(Some));
     bounds.push(None);
-    Ok(bounds
+    let ranges: Vec<(KeyRange, i64)> = bounds
         .windows(2)
         .map(|w| {
             let range = KeyRange {
@@ -240,12 +248,47 @@ async fn key_ranges(
             };
             let rows = units
                 .iter()
-                .filter(|(min, _)| range.overlaps(Some(min), Some(min)))
+                .filter(|(min, _, _)| range.overlaps(Some(min), Some(min)))
                 .map(|u| u.1)
                 .sum();
             (range, rows)
         })
-        .collect())
+        .collect();
+    // A cut is worth it only if the predicate wants keys on both sides: a page that straddles
+    // a cut into keys the predicate rules out is skipped by the range reading those keys
+    // (`KeyRange::clamp`), and a range left with nothing to read only costs a partition.
+    let wanting = ranges
+        .iter()
+        .filter(|(range, _)| range_may_match(ctx, range, &units, &key_type))
+        .count();
+    Ok(if wanting < 2 { Vec::new() } else { ranges })
+}
+
+/// Whether the predicate may want keys of `range` in any of `units`, judged on each unit's
+/// statistics narrowed to the range.
+fn range_may_match(
+    ctx: &ScanContext,
+    range: &KeyRange,
+    units: &[(ScalarValue, i64, KeyUnit)],
+    key_type: &ArrowType,
+) -> bool {
+    let Some((pruning, column)) = ctx
+        .pruning
+        .as_deref()
+        .and_then(|p| p.first_key.as_ref().map(|(column, _, _)| (p, column)))
+    else {
+        return true;
+    };
+    let clamped: Vec<KeyUnit> = units
+        .iter()
+        .map(|(_, _, u)| u)
+        .filter(|u| range.overlaps(u.min.as_ref(), u.max.as_ref()))
+        .map(|u| range.clamp(u))
+        .collect();
+    match pruning.may_match_units(column, &clamped, key_type) {
+        Some(keep) => keep.into_iter().any(|k| k),
+        None => !clamped.is_empty(),
+    }
 }
 
 /// The runs of `section` cut to the files that may hold keys of `range` (file key statistics);

@@ -43,6 +43,22 @@ pub(crate) struct StatsPruning {
 }
 
 impl StatsPruning {
+    /// Which of `units` (first-key statistics of `column`, Arrow type `target`) may hold rows
+    /// the predicate wants; `None` when the predicate cannot be judged on them.
+    pub(crate) fn may_match_units(
+        &self,
+        column: &str,
+        units: &[KeyUnit],
+        target: &ArrowType,
+    ) -> Option<Vec<bool>> {
+        let stats = UnitStats {
+            column,
+            units,
+            target,
+        };
+        self.predicate.prune(&stats).ok()
+    }
+
     /// Pruning for `table`: key columns of a primary-key table, every column of an append table.
     pub(crate) fn new(table: &TableSchema, predicate: Arc<PruningPredicate>) -> Self {
         let keys: HashSet<&str> = table.primary_keys.iter().map(String::as_str).collect();
@@ -440,12 +456,7 @@ pub(crate) fn wanted_rows(
                 }
                 None => &units,
             };
-            let stats = UnitStats {
-                column,
-                units: judged,
-                target: key_type,
-            };
-            if let Ok(keep) = p.predicate.prune(&stats) {
+            if let Some(keep) = p.may_match_units(column, judged, key_type) {
                 units = units
                     .into_iter()
                     .zip(keep)

@@ -147,11 +147,12 @@ async fn footers_are_read_once_per_session() {
     );
 }
 
-/// Cutting a bucket into key ranges (one per partition) costs no reads when a key predicate
-/// falls in one range: a page that straddles the cut is judged by the predicate on the keys of
-/// the range reading it (`KeyRange::clamp`), so the other range skips it.
+/// A bucket is not cut into key ranges when a key predicate wants keys of one range only: the
+/// pages it keeps of the later runs straddle the would-be cut, and judged on the keys of the
+/// other range (`KeyRange::clamp`) they hold none it wants, so that range would only cost a
+/// partition. Reads then fetch what one partition fetches.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_key_range_that_cannot_match_reads_nothing() {
+async fn a_key_predicate_in_one_range_does_not_cut_the_bucket() {
     let dir = tempfile::tempdir().unwrap();
     let session = PaimonSession::open(dir.path().to_str().unwrap()).await.unwrap();
     // 400k keys with v = 0, then 4 upserts of the keys whose last digit is 1..4 (v = that
@@ -190,7 +191,7 @@ async fn a_key_range_that_cannot_match_reads_nothing() {
         let shown = arrow::util::pretty::pretty_format_batches(&plan)
             .unwrap()
             .to_string();
-        assert_eq!(shown.contains("keys=["), partitions == 2, "{shown}");
+        assert!(!shown.contains("keys=["), "{shown}");
         bytes_scanned.push(metrics_of(&session, query, "PaimonScanExec").await(
             "bytes_scanned",
         ));
@@ -201,6 +202,6 @@ async fn a_key_range_that_cannot_match_reads_nothing() {
     }
     assert_eq!(
         bytes_scanned[1], bytes_scanned[0],
-        "bytes read in 2 key ranges vs one partition"
+        "bytes read with 2 partitions vs one"
     );
 }
