@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::io::ByteLru;
-use crate::spec::ManifestEntry;
+use crate::spec::{ManifestEntry, ManifestFileMeta};
 
 /// Bytes of manifest files kept decoded (Java's `cache.manifest.small-file-memory` is 128 MB
 /// of decoded pages; ours counts the files, whose decoded entries take a few times more).
@@ -16,11 +16,38 @@ pub(crate) const DEFAULT_MANIFEST_CACHE_BYTES: usize = 32 << 20;
 /// Larger manifests are not cached (Java's `cache.manifest.small-file-threshold`).
 pub(crate) const SMALL_MANIFEST_BYTES: usize = 1 << 20;
 
-/// Manifest path (table-relative, prefixed by the table root) -> its entries, weighed by the
-/// bytes of the manifest file.
-pub(crate) type ManifestCache = ByteLru<Arc<Vec<ManifestEntry>>>;
+/// Decoded manifests and manifest lists by path (table-relative, prefixed by the table root),
+/// each weighed by the bytes of its file. Manifest lists are immutable too (a commit writes new
+/// ones), and every query reads the two of its snapshot.
+#[derive(Debug)]
+pub(crate) struct ManifestCache {
+    entries: ByteLru<Arc<Vec<ManifestEntry>>>,
+    lists: ByteLru<Arc<Vec<ManifestFileMeta>>>,
+}
 
-/// A manifest cache of `capacity` bytes of files, each at most [`SMALL_MANIFEST_BYTES`].
+impl ManifestCache {
+    /// The entries of manifest files.
+    pub(crate) fn entries(&self) -> &ByteLru<Arc<Vec<ManifestEntry>>> {
+        &self.entries
+    }
+
+    /// The records of manifest lists.
+    pub(crate) fn lists(&self) -> &ByteLru<Arc<Vec<ManifestFileMeta>>> {
+        &self.lists
+    }
+
+    /// Bytes of the files cached now.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> usize {
+        self.entries.bytes() + self.lists.bytes()
+    }
+}
+
+/// A manifest cache of `capacity` bytes of manifest files, each at most
+/// [`SMALL_MANIFEST_BYTES`], and a quarter of that for manifest lists.
 pub(crate) fn manifest_cache(capacity: usize) -> ManifestCache {
-    ByteLru::new(capacity, SMALL_MANIFEST_BYTES)
+    ManifestCache {
+        entries: ByteLru::new(capacity, SMALL_MANIFEST_BYTES),
+        lists: ByteLru::new(capacity / 4, SMALL_MANIFEST_BYTES),
+    }
 }

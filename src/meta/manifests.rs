@@ -67,21 +67,30 @@ impl TableMeta {
 
     /// The records of a manifest list.
     pub(crate) async fn manifest_list(&self, name: &str) -> Result<Vec<ManifestFileMeta>> {
-        self.read_avro(name, "manifest list", ManifestFileMeta::from_avro)
-            .await
+        let key = self.io.display(&paths::manifest_file(name));
+        if let Some(records) = self.manifests.lists().get(&key) {
+            return Ok(records.as_ref().clone());
+        }
+        let (records, size) = self
+            .read_avro_sized(name, "manifest list", ManifestFileMeta::from_avro)
+            .await?;
+        self.manifests.lists().put(&key, Arc::new(records.clone()), size);
+        Ok(records)
     }
 
     /// The entries of a manifest file.
     pub(crate) async fn manifest(&self, name: &str) -> Result<Vec<ManifestEntry>> {
         // (keyed by the full URL: the cache is shared by the tables of a catalog)
         let key = self.io.display(&paths::manifest_file(name));
-        if let Some(entries) = self.manifests.get(&key) {
+        if let Some(entries) = self.manifests.entries().get(&key) {
             return Ok(entries.as_ref().clone());
         }
         let (entries, size) = self
             .read_avro_sized(name, "manifest", ManifestEntry::from_avro)
             .await?;
-        self.manifests.put(&key, Arc::new(entries.clone()), size);
+        self.manifests
+            .entries()
+            .put(&key, Arc::new(entries.clone()), size);
         Ok(entries)
     }
 
