@@ -9,7 +9,7 @@ use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{Int8Type, SchemaRef};
 use datafusion::common::Result;
 use datafusion::execution::SendableRecordBatchStream;
-use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::stream::{RecordBatchReceiverStream, RecordBatchStreamAdapter};
 use futures::{StreamExt, TryStreamExt};
 
 use super::binlog::single_value_lists;
@@ -193,7 +193,7 @@ pub(crate) fn section_stream(
     let streams = runs
         .into_iter()
         .map(|files| {
-            run_stream(
+            decoded_ahead(run_stream(
                 ctx,
                 dir,
                 key_range.clone(),
@@ -202,7 +202,7 @@ pub(crate) fn section_stream(
                 need_sequence,
                 false,
                 metrics,
-            )
+            ))
         })
         .collect();
     let options = MergeOptions {
@@ -234,6 +234,30 @@ pub(crate) fn section_stream(
         Arc::clone(&layout.schema),
         merged,
     )))
+}
+
+/// Batches a merged run may decode ahead of the merge.
+const RUN_DECODE_AHEAD: usize = 2;
+
+/// `run` decoded on a task of its own, at most [`RUN_DECODE_AHEAD`] batches ahead of its
+/// reader: the runs of one section then fetch and decode on every core while one partition
+/// merges them (a one-bucket table, or a key range too narrow to cut, is one partition).
+fn decoded_ahead(run: SendableRecordBatchStream) -> SendableRecordBatchStream {
+    let schema = run.schema();
+    let mut builder = RecordBatchReceiverStream::builder(schema, RUN_DECODE_AHEAD);
+    let tx = builder.tx();
+    builder.spawn(async move {
+        let mut run = run;
+        while let Some(batch) = run.next().await {
+            let failed = batch.is_err();
+            // the merge stopped reading (a LIMIT, an error elsewhere): stop decoding
+            if tx.send(batch).await.is_err() || failed {
+                break;
+            }
+        }
+        Ok(())
+    });
+    builder.build()
 }
 
 /// The runs ordered by sequence number when their ranges of sequence numbers do not overlap
