@@ -10,6 +10,7 @@ use futures::{StreamExt, TryStreamExt};
 use super::TableMeta;
 use crate::deletion_vector::DeletionVectorIndex;
 use crate::error::{Error, Result};
+use crate::io::ByteLru;
 use crate::spec::{paths, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, Snapshot};
 
 /// (serialized partition, bucket): the unit of an LSM tree.
@@ -67,31 +68,43 @@ impl TableMeta {
 
     /// The records of a manifest list.
     pub(crate) async fn manifest_list(&self, name: &str) -> Result<Vec<ManifestFileMeta>> {
-        let key = self.io.display(&paths::manifest_file(name));
-        if let Some(records) = self.manifests.lists().get(&key) {
-            return Ok(records.as_ref().clone());
-        }
-        let (records, size) = self
-            .read_avro_sized(name, "manifest list", ManifestFileMeta::from_avro)
-            .await?;
-        self.manifests.lists().put(&key, Arc::new(records.clone()), size);
-        Ok(records)
+        self.read_avro_cached(
+            self.manifests.lists(),
+            name,
+            "manifest list",
+            ManifestFileMeta::from_avro,
+        )
+        .await
     }
 
     /// The entries of a manifest file.
     pub(crate) async fn manifest(&self, name: &str) -> Result<Vec<ManifestEntry>> {
-        // (keyed by the full URL: the cache is shared by the tables of a catalog)
+        self.read_avro_cached(
+            self.manifests.entries(),
+            name,
+            "manifest",
+            ManifestEntry::from_avro,
+        )
+        .await
+    }
+
+    /// The records of an Avro file of `manifest/`, decoded once per catalog: these files are
+    /// immutable (their names are unique). Keyed by the full URL: the cache is shared by the
+    /// tables of a catalog.
+    async fn read_avro_cached<T: Clone>(
+        &self,
+        cache: &ByteLru<Arc<Vec<T>>>,
+        name: &str,
+        what: &str,
+        decode: fn(&apache_avro::types::Value, &str) -> Result<T>,
+    ) -> Result<Vec<T>> {
         let key = self.io.display(&paths::manifest_file(name));
-        if let Some(entries) = self.manifests.entries().get(&key) {
-            return Ok(entries.as_ref().clone());
+        if let Some(records) = cache.get(&key) {
+            return Ok(records.as_ref().clone());
         }
-        let (entries, size) = self
-            .read_avro_sized(name, "manifest", ManifestEntry::from_avro)
-            .await?;
-        self.manifests
-            .entries()
-            .put(&key, Arc::new(entries.clone()), size);
-        Ok(entries)
+        let (records, size) = self.read_avro_sized(name, what, decode).await?;
+        cache.put(&key, Arc::new(records.clone()), size);
+        Ok(records)
     }
 
     /// The entries of an index manifest.

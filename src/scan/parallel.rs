@@ -24,7 +24,7 @@ use datafusion::common::{Result, ScalarValue};
 
 use super::exec::ScanContext;
 use super::incremental::plan::{ChangeFiles, ChangeSplit};
-use super::row_selection::{file_key_units, wanted_rows, KeyRange, KeyUnit};
+use super::row_selection::{wanted_key_units, KeyRange, KeyUnit};
 use super::split::{Split, SplitFile};
 use crate::format::FileFormat;
 use crate::spec::DataField;
@@ -176,7 +176,8 @@ async fn key_ranges(
         async move { crate::format::open_cached(store, &path, size, true, &footers).await }
     });
     let opened = futures::future::try_join_all(opens).await?;
-    // Every unit the pushed-down predicate keeps, with a known first-key minimum.
+    // Every unit the pushed-down predicate keeps (units it prunes are never read: they weigh
+    // nothing), each with a known first-key minimum.
     let mut units: Vec<KeyUnit> = Vec::new();
     for (file, opened) in section.iter().flatten().zip(&opened) {
         let (Some(metadata), Some(schema)) =
@@ -184,30 +185,16 @@ async fn key_ranges(
         else {
             return Ok(Vec::new());
         };
-        // Units the pushed-down key predicate prunes are never read: they weigh nothing.
-        let kept = wanted_rows(metadata, opened.schema(), schema, ctx.pruning.as_deref(), None);
-        for unit in file_key_units(metadata, opened.schema(), schema, key.id, &key_type) {
-            let read = kept.as_ref().is_none_or(|ranges| {
-                ranges
-                    .iter()
-                    .any(|r| r.start < unit.rows.end && unit.rows.start < r.end)
-            });
-            if !read {
-                continue;
-            }
+        let pruning = ctx.pruning.as_deref();
+        for unit in wanted_key_units(metadata, opened.schema(), schema, pruning, key.id, &key_type) {
             if unit.min.as_ref().is_none_or(ScalarValue::is_null) {
                 return Ok(Vec::new());
             }
             units.push(unit);
         }
     }
-    let min = |u: &KeyUnit| u.min.clone().expect("units have a minimum");
-    units.sort_by(|a, b| cmp(&min(a), &min(b)));
-    let units: Vec<(ScalarValue, i64, KeyUnit)> = units
-        .into_iter()
-        .map(|u| (min(&u), u.rows.len() as i64, u))
-        .collect();
-    let total: i64 = units.iter().map(|u| u.1).sum();
+    units.sort_by(|a, b| cmp(unit_min(a), unit_min(b)));
+    let total: i64 = units.iter().map(unit_rows).sum();
     // A selective key predicate (`id BETWEEN a AND b`) leaves too few rows to cut (the
     // callers' own threshold, so reads without a predicate cut as before): one partition reads
     // them, and no other partition opens every footer only to prune every page.
@@ -218,14 +205,14 @@ async fn key_ranges(
     // Cut before the unit that starts the next range, at a key strictly above the last cut.
     let mut cuts: Vec<ScalarValue> = Vec::new();
     let mut acc = 0;
-    for (i, (_, rows, _)) in units.iter().enumerate() {
-        acc += rows;
-        let Some((next, _, _)) = units.get(i + 1) else {
+    for (i, unit) in units.iter().enumerate() {
+        acc += unit_rows(unit);
+        let Some(next) = units.get(i + 1).map(unit_min) else {
             break;
         };
         if acc >= per_range * (cuts.len() as i64 + 1) && cuts.len() + 1 < wanted {
             let above_last = cuts.last().is_none_or(|c| cmp(next, c).is_gt());
-            if above_last && cmp(next, &units[0].0).is_gt() {
+            if above_last && cmp(next, unit_min(&units[0])).is_gt() {
                 cuts.push(next.clone());
             }
         }
@@ -248,8 +235,8 @@ async fn key_ranges(
             };
             let rows = units
                 .iter()
-                .filter(|(min, _, _)| range.overlaps(Some(min), Some(min)))
-                .map(|u| u.1)
+                .filter(|u| range.overlaps(u.min.as_ref(), u.min.as_ref()))
+                .map(unit_rows)
                 .sum();
             (range, rows)
         })
@@ -264,14 +251,18 @@ async fn key_ranges(
     Ok(if wanting < 2 { Vec::new() } else { ranges })
 }
 
+/// The first-key minimum of a unit `key_ranges` kept (it keeps only units that have one).
+fn unit_min(unit: &KeyUnit) -> &ScalarValue {
+    unit.min.as_ref().expect("key_ranges keeps units with a minimum")
+}
+
+fn unit_rows(unit: &KeyUnit) -> i64 {
+    unit.rows.len() as i64
+}
+
 /// Whether the predicate may want keys of `range` in any of `units`, judged on each unit's
 /// statistics narrowed to the range.
-fn range_may_match(
-    ctx: &ScanContext,
-    range: &KeyRange,
-    units: &[(ScalarValue, i64, KeyUnit)],
-    key_type: &ArrowType,
-) -> bool {
+fn range_may_match(ctx: &ScanContext, range: &KeyRange, units: &[KeyUnit], key_type: &ArrowType) -> bool {
     let Some((pruning, column)) = ctx
         .pruning
         .as_deref()
@@ -281,7 +272,6 @@ fn range_may_match(
     };
     let clamped: Vec<KeyUnit> = units
         .iter()
-        .map(|(_, _, u)| u)
         .filter(|u| range.overlaps(u.min.as_ref(), u.max.as_ref()))
         .map(|u| range.clamp(u))
         .collect();

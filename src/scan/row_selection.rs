@@ -428,43 +428,12 @@ pub(crate) fn wanted_rows(
         arrow,
         file_schema,
     };
-    let mut groups: Vec<usize> = (0..metadata.num_row_groups()).collect();
-    if let Some(p) = pruning {
-        let stats = RowGroupStats {
-            file: &file,
-            pruning: p,
-        };
-        if let Ok(keep) = p.predicate.prune(&stats) {
-            groups.retain(|&g| keep.get(g).copied().unwrap_or(true));
-        }
-    }
     let Some((key_id, key_type)) = first_key else {
         let rows = file.row_group_rows();
+        let groups = file.row_groups_kept(pruning);
         return Some(groups.iter().map(|&g| rows[g].clone()).collect());
     };
-    let mut units = file.key_units(key_id, key_type, &groups);
-    if let Some(range) = key_range {
-        units.retain(|u| range.overlaps(u.min.as_ref(), u.max.as_ref()));
-    }
-    if let Some(p) = pruning {
-        if let Some((column, _, _)) = &p.first_key {
-            let clamped: Vec<KeyUnit>;
-            let judged = match key_range {
-                Some(range) => {
-                    clamped = units.iter().map(|u| range.clamp(u)).collect();
-                    &clamped
-                }
-                None => &units,
-            };
-            if let Some(keep) = p.may_match_units(column, judged, key_type) {
-                units = units
-                    .into_iter()
-                    .zip(keep)
-                    .filter_map(|(u, k)| k.then_some(u))
-                    .collect();
-            }
-        }
-    }
+    let units = file.units_kept(pruning, key_range, key_id, key_type);
     let mut ranges: Vec<Range<usize>> = Vec::with_capacity(units.len());
     for u in units {
         match ranges.last_mut() {
@@ -473,6 +442,75 @@ pub(crate) fn wanted_rows(
         }
     }
     Some(ranges)
+}
+
+/// The first-key units (pages, or row groups without a page index) of a Parquet file that a
+/// read with `pruning` (and no key range) fetches, in file order.
+pub(crate) fn wanted_key_units(
+    metadata: &ParquetMetaData,
+    arrow: &Schema,
+    file_schema: &TableSchema,
+    pruning: Option<&StatsPruning>,
+    field_id: i32,
+    target: &ArrowType,
+) -> Vec<KeyUnit> {
+    let file = FileColumns {
+        metadata,
+        arrow,
+        file_schema,
+    };
+    file.units_kept(pruning, None, field_id, target)
+}
+
+impl FileColumns<'_> {
+    /// The row groups `pruning` may need (all without it).
+    fn row_groups_kept(&self, pruning: Option<&StatsPruning>) -> Vec<usize> {
+        let mut groups: Vec<usize> = (0..self.metadata.num_row_groups()).collect();
+        if let Some(p) = pruning {
+            let stats = RowGroupStats {
+                file: self,
+                pruning: p,
+            };
+            if let Ok(keep) = p.predicate.prune(&stats) {
+                groups.retain(|&g| keep.get(g).copied().unwrap_or(true));
+            }
+        }
+        groups
+    }
+
+    /// The units of the kept row groups that may hold keys of `key_range` the predicate wants:
+    /// judged on their first-key statistics narrowed to the range (`KeyRange::clamp`).
+    fn units_kept(
+        &self,
+        pruning: Option<&StatsPruning>,
+        key_range: Option<&KeyRange>,
+        key_id: i32,
+        key_type: &ArrowType,
+    ) -> Vec<KeyUnit> {
+        let mut units = self.key_units(key_id, key_type, &self.row_groups_kept(pruning));
+        if let Some(range) = key_range {
+            units.retain(|u| range.overlaps(u.min.as_ref(), u.max.as_ref()));
+        }
+        let Some((p, column)) = pruning.and_then(|p| p.first_key.as_ref().map(|(c, _, _)| (p, c))) else {
+            return units;
+        };
+        let clamped: Vec<KeyUnit>;
+        let judged = match key_range {
+            Some(range) => {
+                clamped = units.iter().map(|u| range.clamp(u)).collect();
+                &clamped
+            }
+            None => &units,
+        };
+        match p.may_match_units(column, judged, key_type) {
+            Some(keep) => units
+                .into_iter()
+                .zip(keep)
+                .filter_map(|(u, k)| k.then_some(u))
+                .collect(),
+            None => units,
+        }
+    }
 }
 
 #[cfg(test)]

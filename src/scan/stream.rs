@@ -242,12 +242,11 @@ const RUN_DECODE_AHEAD: usize = 2;
 /// `run` decoded on a task of its own, at most [`RUN_DECODE_AHEAD`] batches ahead of its
 /// reader: the runs of one section then fetch and decode on every core while one partition
 /// merges them (a one-bucket table, or a key range too narrow to cut, is one partition).
-fn decoded_ahead(run: SendableRecordBatchStream) -> SendableRecordBatchStream {
+fn decoded_ahead(mut run: SendableRecordBatchStream) -> SendableRecordBatchStream {
     let schema = run.schema();
     let mut builder = RecordBatchReceiverStream::builder(schema, RUN_DECODE_AHEAD);
     let tx = builder.tx();
     builder.spawn(async move {
-        let mut run = run;
         while let Some(batch) = run.next().await {
             let failed = batch.is_err();
             // the merge stopped reading (a LIMIT, an error elsewhere): stop decoding
