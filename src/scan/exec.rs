@@ -165,6 +165,10 @@ impl PaimonScanExec {
                     (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
                     (x, y) => x.is_some().cmp(&y.is_some()),
                 })
+                .then_with(|| {
+                    let first = |s: &Split| s.row_piece.as_ref().map(|r| r.start);
+                    first(a).cmp(&first(b))
+                })
         });
         all.iter()
             .map(|s| {
@@ -173,8 +177,13 @@ impl PaimonScanExec {
                     .as_ref()
                     .map(|r| format!(" keys={}", r.display()))
                     .unwrap_or_default();
+                let rows = s
+                    .row_piece
+                    .as_ref()
+                    .map(|r| format!(" rows=[{}, {})", r.start, r.end))
+                    .unwrap_or_default();
                 format!(
-                    "{}bucket-{}{keys}: files={} runs={}",
+                    "{}bucket-{}{keys}{rows}: files={} runs={}",
                     s.partition_path,
                     s.bucket,
                     s.file_count(),

@@ -85,6 +85,8 @@ pub(crate) struct FileToRead {
     pub(crate) value_filter: Option<Arc<ValueFilter>>,
     /// Parquet footers read before (the catalog's), consulted and filled when given.
     pub(crate) footers: Option<Arc<FooterCache>>,
+    /// Decode only these layout fields (by index); the others read as NULL. `None`: all.
+    pub(crate) only_fields: Option<Arc<[usize]>>,
 }
 
 impl FileToRead {
@@ -100,6 +102,7 @@ impl FileToRead {
             rows: None,
             value_filter: None,
             footers: None,
+            only_fields: None,
         }
     }
 }
@@ -166,11 +169,21 @@ pub(crate) async fn read_opened_file(
     };
     let by_id: HashMap<i32, &DataField> = file_schema.fields.iter().map(|f| (f.id, f)).collect();
 
+    // (the key range's column is always decoded: the range filters on it)
+    let range_field = file.key_range.as_ref().map(|r| r.field_id);
+    let skipped = |i: usize| {
+        file.only_fields.as_ref().is_some_and(|only| !only.contains(&i))
+            && range_field != Some(layout.fields[i].id)
+    };
     let sources: Vec<ColumnSource> = layout
         .fields
         .iter()
-        .map(|f| {
+        .enumerate()
+        .map(|(i, f)| {
             let target = f.data_type.to_arrow();
+            if skipped(i) {
+                return ColumnSource::Missing(target);
+            }
             match by_id.get(&f.id) {
                 Some(old) if file_arrow.index_of(&old.name).is_ok() => ColumnSource::File {
                     name: old.name.clone(),

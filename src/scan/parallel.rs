@@ -17,6 +17,7 @@
 //! (`row_selection::KeyRange::filter`).
 
 use std::cmp::Ordering;
+use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::arrow::datatypes::DataType as ArrowType;
@@ -64,6 +65,19 @@ pub(crate) async fn spread_over_partitions(
         let mut pieces = Pieces::new(&split, share);
         for section in &split.sections {
             let rows = section_rows(section);
+            // One sorted run needs no merge: cut it by row position, so no partition decodes
+            // the key to find where its piece ends.
+            if section.len() == 1 && rows > share + share / 4 && all_parquet(section) {
+                let wanted = ((rows + share - 1) / share).min(partitions as i64) as usize;
+                let pieces_of_run = row_pieces(ctx, &split.bucket_dir, &section[0], wanted).await?;
+                if pieces_of_run.len() >= 2 {
+                    pieces.flush();
+                    for (run, at) in pieces_of_run {
+                        pieces.push_rows(vec![run], at);
+                    }
+                    continue;
+                }
+            }
             let ranges = match first_key {
                 Some(key) if rows > share + share / 4 && all_parquet(section) => {
                     let wanted = ((rows + share - 1) / share).min(partitions as i64) as usize;
@@ -117,6 +131,7 @@ impl<'a> Pieces<'a> {
             sections,
             key_range,
             rows_estimate: rows,
+            row_piece: None,
         }
     }
 
@@ -142,6 +157,86 @@ impl<'a> Pieces<'a> {
         let piece = self.piece(vec![section], Some(range), Some(rows));
         self.done.push(piece);
     }
+
+    fn push_rows(&mut self, section: Section, at: Range<i64>) {
+        let mut piece = self.piece(vec![section], None, Some(at.end - at.start));
+        piece.row_piece = Some(at);
+        self.done.push(piece);
+    }
+}
+
+/// One sorted run cut into up to `wanted` pieces of about equal rows, each with its rows as
+/// positions in the run. A cut falls on the nearest row-group or file boundary when one is
+/// close (an eighth of a piece) or the file has no page index: a row group cut in two is
+/// fetched and decompressed by both pieces, or with a page index its dictionary pages and the
+/// data pages across the cut. Elsewhere a cut falls anywhere. Fewer than two pieces: no cut.
+async fn row_pieces(
+    ctx: &ScanContext,
+    dir: &str,
+    run: &[SplitFile],
+    wanted: usize,
+) -> Result<Vec<(Vec<SplitFile>, Range<i64>)>> {
+    let opens = run.iter().map(|f| {
+        let path = ctx
+            .table_io
+            .data_file_path(dir, &f.file_name, f.external_path.as_deref());
+        let store = Arc::clone(ctx.table_io.store());
+        let footers = Arc::clone(ctx.table_io.footers());
+        let size = f.file_size;
+        async move { crate::format::open_cached(store, &path, size, true, &footers).await }
+    });
+    let opened = futures::future::try_join_all(opens).await?;
+    // Each file's first row in the run, whether any row may start a piece, and its row-group
+    // starts (positions in the run).
+    let mut files: Vec<(i64, bool, Vec<i64>)> = Vec::with_capacity(run.len());
+    let mut start = 0i64;
+    for (file, opened) in run.iter().zip(&opened) {
+        let Some(metadata) = opened.parquet_metadata() else {
+            return Ok(Vec::new());
+        };
+        let mut groups = Vec::with_capacity(metadata.num_row_groups());
+        let mut at = start;
+        for group in metadata.row_groups() {
+            groups.push(at);
+            at += group.num_rows();
+        }
+        if at != start + file.row_count {
+            // the footer disagrees with the manifest: leave the file whole
+            return Ok(Vec::new());
+        }
+        files.push((start, metadata.offset_index().is_some(), groups));
+        start = at;
+    }
+    let total = start;
+    let cuts = row_cuts(&files, total, wanted);
+    if cuts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut bounds = vec![0];
+    bounds.extend(cuts);
+    bounds.push(total);
+    Ok(bounds
+        .windows(2)
+        .map(|w| {
+            let (from, to) = (w[0], w[1]);
+            let piece: Vec<SplitFile> = run
+                .iter()
+                .zip(&files)
+                .filter_map(|(file, (first, _, _))| {
+                    let (lo, hi) = (from.max(*first), to.min(first + file.row_count));
+                    if lo >= hi {
+                        return None;
+                    }
+                    let mut file = file.clone();
+                    if hi - lo < file.row_count {
+                        file.rows = Some((lo - first) as usize..(hi - first) as usize);
+                    }
+                    Some(file)
+                })
+                .collect();
+            (piece, from..to)
+        })
+        .collect())
 }
 
 fn all_parquet(section: &Section) -> bool {
@@ -249,6 +344,32 @@ async fn key_ranges(
         .filter(|(range, _)| range_may_match(ctx, range, &units, &key_type))
         .count();
     Ok(if wanting < 2 { Vec::new() } else { ranges })
+}
+
+/// The positions where [`row_pieces`] cuts a run of `total` rows into `wanted` pieces, given
+/// each file's first row, whether it has a page index, and its row-group starts.
+fn row_cuts(files: &[(i64, bool, Vec<i64>)], total: i64, wanted: usize) -> Vec<i64> {
+    let close = total / wanted as i64 / 8;
+    let mut cuts: Vec<i64> = Vec::new();
+    for k in 1..wanted as i64 {
+        let ideal = total * k / wanted as i64;
+        let holder = files.partition_point(|(first, _, _)| *first <= ideal) - 1;
+        let (_, paged, _) = &files[holder];
+        let boundary = files
+            .iter()
+            .flat_map(|(_, _, groups)| groups.iter().copied())
+            .chain([total])
+            .min_by_key(|at| (at - ideal).abs())
+            .unwrap_or(0);
+        let cut = match *paged && (boundary - ideal).abs() > close {
+            true => ideal,
+            false => boundary,
+        };
+        if cut > 0 && cut < total && cuts.last().is_none_or(|last| cut > *last) {
+            cuts.push(cut);
+        }
+    }
+    cuts
 }
 
 /// The first-key minimum of a unit `key_ranges` kept (it keeps only units that have one).
@@ -395,3 +516,26 @@ pub(crate) async fn spread_diffs_over_partitions(
 }
 
 type Sections = Vec<Section>;
+
+#[cfg(test)]
+mod tests {
+    use super::row_cuts;
+
+    #[test]
+    fn row_cuts_prefer_close_row_group_boundaries() {
+        // one paged file of 2M rows in row groups at 0 and 1,048,576: the boundary is within
+        // an eighth of a piece (125,000 rows) of the ideal 1,000,000
+        let one_file = [(0, true, vec![0, 1_048_576])];
+        assert_eq!(row_cuts(&one_file, 2_000_000, 2), [1_048_576]);
+        // four pieces: 500,000 and 1,500,000 have no close boundary and the file is paged
+        assert_eq!(row_cuts(&one_file, 2_000_000, 4), [500_000, 1_048_576, 1_500_000]);
+        // without a page index only boundaries cut: 500,000 and 1,500,000 are nearest to the
+        // run's ends, which cut nothing; and a run of two files also cuts between them
+        let unpaged = [(0, false, vec![0, 1_048_576])];
+        assert_eq!(row_cuts(&unpaged, 2_000_000, 4), [1_048_576]);
+        let two_files = [(0, false, vec![0]), (700_000, false, vec![700_000])];
+        assert_eq!(row_cuts(&two_files, 1_400_000, 2), [700_000]);
+        // a single row group, unpaged: nothing to cut at
+        assert!(row_cuts(&[(0, false, vec![0])], 1_000_000, 2).is_empty());
+    }
+}

@@ -133,6 +133,7 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
             sections,
             key_range: None,
             rows_estimate: None,
+            row_piece: None,
         });
     }
     Ok(ScanPlan {

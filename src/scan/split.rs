@@ -5,6 +5,7 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use datafusion::common::{Result, ScalarValue};
@@ -33,6 +34,9 @@ pub(crate) struct SplitFile {
     pub(crate) deletion: Option<DvRef>,
     /// The snapshot that added the file (incremental reads only).
     pub(crate) snapshot_id: Option<i64>,
+    /// Only these rows of the file, by position: a piece of a big single-run section
+    /// (`parallel::row_pieces`); `None` reads the whole file.
+    pub(crate) rows: Option<Range<usize>>,
 }
 
 #[cfg(test)]
@@ -53,11 +57,20 @@ impl SplitFile {
             max_sequence_number: max,
             deletion: None,
             snapshot_id: None,
+            rows: None,
         }
     }
 }
 
 impl SplitFile {
+    /// Rows this split reads of the file (before deletion vectors).
+    pub(crate) fn rows_read(&self) -> i64 {
+        match &self.rows {
+            Some(rows) => rows.len() as i64,
+            None => self.row_count,
+        }
+    }
+
     pub(crate) fn new(
         file: &DataFileMeta,
         _read_schema: &TableSchema,
@@ -93,6 +106,7 @@ impl SplitFile {
             max_sequence_number: file.max_sequence_number,
             deletion: None,
             snapshot_id: None,
+            rows: None,
         })
     }
 }
@@ -111,6 +125,9 @@ pub(crate) struct Split {
     pub(crate) key_range: Option<Arc<KeyRange>>,
     /// Rows expected in `key_range` (from row-group statistics), where narrowed.
     pub(crate) rows_estimate: Option<i64>,
+    /// The rows of its one section this split reads, as positions in the section's run, when
+    /// it is a piece of a big single-run section (`parallel::row_pieces`); for `EXPLAIN`.
+    pub(crate) row_piece: Option<Range<i64>>,
 }
 
 impl Split {
@@ -130,7 +147,7 @@ impl Split {
             .iter()
             .flatten()
             .flatten()
-            .map(|f| f.row_count)
+            .map(SplitFile::rows_read)
             .sum()
     }
 }
@@ -244,6 +261,7 @@ mod tests {
         SplitFile {
             deletion: None,
             snapshot_id: None,
+            rows: None,
             file_name: name.into(),
             file_size: 1,
             schema_id: 0,

@@ -45,7 +45,15 @@ pub(crate) fn partition_stream(
     let section_metrics = metrics.clone();
     let merged = futures::stream::iter(sections)
         .map(move |(dir, range, runs)| {
-            section_stream(&open_ctx, &dir, range, runs, batch_size, &section_metrics)
+            section_stream(
+                &open_ctx,
+                &dir,
+                range,
+                runs,
+                batch_size,
+                UnmergedColumns::Output,
+                &section_metrics,
+            )
         })
         .try_flatten();
     let shaped = merged
@@ -78,18 +86,48 @@ pub(crate) fn limit_stream(
     }
 }
 
+/// How the files of a run are read. The default: no sequence numbers, the key filter only,
+/// every field (raw change files).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RunRead {
+    /// Decode `_SEQUENCE_NUMBER` (a merge compares it); else it reads as zeros.
+    pub(crate) need_sequence: bool,
+    /// The context's whole value filter may skip rows inside the reader: no merge follows, so
+    /// no older version of a key can resurface. Else only its key filter may, which drops every
+    /// version of a key together.
+    pub(crate) filter_values: bool,
+    /// Decode only these layout fields; the others read as NULL. `None`: every field.
+    pub(crate) only_fields: Option<Arc<[usize]>>,
+}
+
+impl RunRead {
+    /// A run merged with others: sequence numbers as `need_sequence`, every field, key filter.
+    pub(crate) fn for_merge(need_sequence: bool) -> Self {
+        RunRead {
+            need_sequence,
+            ..RunRead::default()
+        }
+    }
+
+    /// A run read as is, every field (a diff compares them all).
+    pub(crate) fn unmerged() -> Self {
+        RunRead {
+            filter_values: true,
+            ..RunRead::default()
+        }
+    }
+}
+
 /// The files of one sorted run (or of a change split), opened one after another in order;
-/// only keys in `key_range` if given. With `filter_values` (files read without a merge), the
-/// context's value filter may skip rows inside the reader; else only its key filter may, which
-/// drops every version of a key together.
+/// only keys in `key_range` if given, only the rows a file names (`SplitFile::rows`), read as
+/// `read` says.
 pub(crate) fn run_stream(
     ctx: &Arc<ScanContext>,
     dir: &str,
     key_range: Option<Arc<KeyRange>>,
     files: Vec<SplitFile>,
     batch_size: usize,
-    need_sequence: bool,
-    filter_values: bool,
+    read: RunRead,
     metrics: &ScanMetrics,
 ) -> SendableRecordBatchStream {
     let ctx2 = Arc::clone(ctx);
@@ -102,6 +140,7 @@ pub(crate) fn run_stream(
             let store = Arc::clone(&store);
             let metrics = metrics.clone();
             let key_range = key_range.clone();
+            let read = read.clone();
             let path = ctx
                 .table_io
                 .data_file_path(&dir, &f.file_name, f.external_path.as_deref());
@@ -116,16 +155,17 @@ pub(crate) fn run_stream(
                 let file = FileToRead {
                     path,
                     size: f.file_size,
-                    need_sequence,
+                    need_sequence: read.need_sequence,
                     deletion: f.deletion.clone(),
                     pruning: ctx.pruning.clone(),
                     key_range,
-                    rows: None,
-                    value_filter: match filter_values {
+                    rows: f.rows.clone().map(|rows| Arc::from([rows])),
+                    value_filter: match read.filter_values {
                         true => ctx.value_filter.clone().or_else(|| ctx.key_filter.clone()),
                         false => ctx.key_filter.clone(),
                     },
                     footers: Some(Arc::clone(ctx.table_io.footers())),
+                    only_fields: read.only_fields,
                 };
                 let batches = read_file(store, file, schema, Arc::clone(&ctx.layout), batch_size).await?;
                 let batches = RecordBatchStreamAdapter::new(Arc::clone(&ctx.layout.schema), batches);
@@ -139,6 +179,16 @@ pub(crate) fn run_stream(
     ))
 }
 
+/// Which columns a section read without a merge decodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UnmergedColumns {
+    /// Every layout column (a diff compares them all).
+    All,
+    /// Only the output's (a batch read): the key columns of a compacted table, say, are not
+    /// decoded unless the query selects them.
+    Output,
+}
+
 /// One section: a single run is read as is (minus retracts); several runs are merged.
 pub(crate) fn section_stream(
     ctx: &Arc<ScanContext>,
@@ -146,20 +196,35 @@ pub(crate) fn section_stream(
     key_range: Option<Arc<KeyRange>>,
     runs: Vec<Vec<SplitFile>>,
     batch_size: usize,
+    unmerged: UnmergedColumns,
     metrics: &ScanMetrics,
 ) -> Result<SendableRecordBatchStream> {
     let layout = &ctx.layout;
+    // no older version of a key can resurface in a read without merge: its rows may be
+    // filtered in the reader
+    let unmerged_read = || RunRead {
+        only_fields: match unmerged {
+            UnmergedColumns::All => None,
+            UnmergedColumns::Output => Some(output_fields(ctx)),
+        },
+        ..RunRead::unmerged()
+    };
     if !layout.with_system_columns {
         // Append table: every file is its own section; nothing to merge or drop.
         let files = runs.into_iter().flatten().collect();
         return Ok(run_stream(
-            ctx, dir, key_range, files, batch_size, false, true, metrics,
+            ctx,
+            dir,
+            key_range,
+            files,
+            batch_size,
+            unmerged_read(),
+            metrics,
         ));
     }
     if runs.len() == 1 {
         let files = runs.into_iter().next().expect("one run");
-        // no older version of a key can resurface: its rows may be filtered in the reader
-        let stream = run_stream(ctx, dir, key_range, files, batch_size, false, true, metrics);
+        let stream = run_stream(ctx, dir, key_range, files, batch_size, unmerged_read(), metrics);
         return Ok(if ctx.keep_retracts {
             stream
         } else {
@@ -199,8 +264,7 @@ pub(crate) fn section_stream(
                 key_range.clone(),
                 files,
                 batch_size,
-                need_sequence,
-                false,
+                RunRead::for_merge(need_sequence),
                 metrics,
             ))
         })
@@ -234,6 +298,21 @@ pub(crate) fn section_stream(
         Arc::clone(&layout.schema),
         merged,
     )))
+}
+
+/// The layout fields the output of a read without merge needs. An append table always
+/// decodes one at least: a batch of no columns would lose its row count.
+fn output_fields(ctx: &ScanContext) -> Arc<[usize]> {
+    let mut fields: Vec<usize> = ctx
+        .output_columns
+        .iter()
+        .copied()
+        .filter(|i| *i < ctx.layout.fields.len())
+        .collect();
+    if fields.is_empty() && !ctx.layout.with_system_columns && !ctx.layout.fields.is_empty() {
+        fields.push(0);
+    }
+    fields.into()
 }
 
 /// Batches a merged run may decode ahead of the merge.

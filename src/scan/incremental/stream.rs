@@ -18,7 +18,7 @@ use crate::scan::exec::{ReadView, ScanContext};
 use crate::scan::metrics::ScanMetrics;
 use crate::scan::row_selection::KeyRange;
 use crate::scan::split::{key_ordered_sections, SplitFile};
-use crate::scan::stream::{limit_stream, run_stream, section_stream, shape_output};
+use crate::scan::stream::{limit_stream, run_stream, section_stream, shape_output, RunRead, UnmergedColumns};
 
 /// Builds the output stream of one partition.
 pub(super) fn changes_partition_stream(
@@ -62,7 +62,13 @@ fn split_changes(
             Ok(with_snapshot_ids(ctx, &dir, files, batch_size, metrics))
         }
         ChangeFiles::Raw(files) => Ok(run_stream(
-            ctx, &dir, None, files, batch_size, false, false, metrics,
+            ctx,
+            &dir,
+            None,
+            files,
+            batch_size,
+            RunRead::default(),
+            metrics,
         )),
         ChangeFiles::Diff {
             before,
@@ -109,7 +115,16 @@ fn with_snapshot_ids(
         .map(move |file| {
             let id = file.snapshot_id.unwrap_or(-1);
             let schema = Arc::clone(&out_schema);
-            run_stream(&ctx, &dir, None, vec![file], batch_size, false, false, &metrics).map(move |batch| {
+            run_stream(
+                &ctx,
+                &dir,
+                None,
+                vec![file],
+                batch_size,
+                RunRead::default(),
+                &metrics,
+            )
+            .map(move |batch| {
                 let batch = batch?;
                 let mut columns = batch.columns().to_vec();
                 columns.push(Arc::new(arrow::array::Int64Array::from(vec![
@@ -136,7 +151,17 @@ fn state_stream(
 ) -> Result<SendableRecordBatchStream> {
     let streams = key_ordered_sections(sections)
         .into_iter()
-        .map(|runs| section_stream(ctx, dir, keys.clone(), runs, batch_size, metrics))
+        .map(|runs| {
+            section_stream(
+                ctx,
+                dir,
+                keys.clone(),
+                runs,
+                batch_size,
+                UnmergedColumns::All,
+                metrics,
+            )
+        })
         .collect::<Result<Vec<_>>>()?;
     let schema = Arc::clone(&ctx.layout.schema);
     Ok(Box::pin(RecordBatchStreamAdapter::new(
