@@ -168,6 +168,31 @@ impl RunCursor {
         self.rows.row(row)
     }
 
+    /// Compares the key at `row` with the key at `other_row` of `other`'s batch.
+    #[inline]
+    pub(super) fn cmp_rows(&self, row: usize, other: &RunCursor, other_row: usize) -> Ordering {
+        cmp_sort_keys(self.sort_keys[row], other.sort_keys[other_row], || {
+            self.key(row).cmp(&other.key(other_row))
+        })
+    }
+
+    /// The [`sort_key`] of every row of the batch.
+    #[inline]
+    pub(super) fn sort_keys(&self) -> &[u128] {
+        &self.sort_keys
+    }
+
+    /// Rows in the batch.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Ascending positions `i` whose key repeats the key at `i - 1` (usually none).
+    pub(super) fn duplicates(&self) -> &[usize] {
+        &self.dups
+    }
+
     /// The last key of the batch.
     pub(super) fn last(&self) -> Row<'_> {
         self.rows.row(self.len - 1)

@@ -41,6 +41,13 @@
 //!   Merging itself is a synchronous loop that only returns to the async driver to refill a
 //!   cursor or to emit a batch.
 //!
+//! # Without key order
+//!
+//! A query's scan of a `deduplicate` table whose runs are in sequence order (no run's numbers
+//! inside another's) needs neither the loser tree nor key groups: a record survives unless a
+//! newer run holds its key. [`newest_run`] masks each run's rows by the newer runs' keys, a chunk
+//! of keys at a time, and filters them with one kernel per run; its rows are not in key order.
+//!
 //! # Why retracts are dropped after the merge
 //!
 //! A `-D` or `-U` record in a newer run must still *shadow* older `+I`/`+U` records of the same
@@ -64,6 +71,7 @@ mod cursor;
 pub(crate) mod engine;
 pub(crate) mod gather;
 mod loser_tree;
+mod newest_run;
 pub(crate) mod reduce;
 pub(crate) mod row_sort;
 mod stream;
@@ -84,6 +92,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 
 pub(crate) use engine::{is_retract, Collect, Deduplicate, FirstRow, MergeFunction};
+pub(crate) use newest_run::{newest_of_ordered_runs, MAX_RUNS as MAX_UNORDERED_RUNS};
 pub(crate) use reduce::{fold_batch, EngineKind, MergeEngineSpec};
 
 /// Which rows a merged key produces.

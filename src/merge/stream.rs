@@ -92,7 +92,9 @@ pub(super) struct MergeStream<F: MergeFunction> {
 }
 
 /// Next non-empty batch of a run; sets the run to `None` at its end.
-async fn next_non_empty(run: &mut Option<SendableRecordBatchStream>) -> Result<Option<RecordBatch>> {
+pub(super) async fn next_non_empty(
+    run: &mut Option<SendableRecordBatchStream>,
+) -> Result<Option<RecordBatch>> {
     while let Some(stream) = run.as_mut() {
         match stream.next().await {
             Some(Ok(batch)) if batch.num_rows() == 0 => continue,

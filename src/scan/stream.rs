@@ -18,7 +18,10 @@ use super::file_read::{read_file, FileToRead};
 use super::metrics::ScanMetrics;
 use super::row_selection::KeyRange;
 use super::split::{Split, SplitFile};
-use crate::merge::{drop_retracts_stream, merge_runs, merge_sorted_runs, EngineKind, MergeOptions};
+use crate::merge::{
+    drop_retracts_stream, merge_runs, merge_sorted_runs, newest_of_ordered_runs, EngineKind, MergeOptions,
+    MAX_UNORDERED_RUNS,
+};
 use crate::spec::row_kind;
 
 /// Builds the output stream of one partition.
@@ -51,7 +54,7 @@ pub(crate) fn partition_stream(
                 range,
                 runs,
                 batch_size,
-                UnmergedColumns::Output,
+                SectionRead::Query,
                 &section_metrics,
             )
         })
@@ -179,14 +182,15 @@ pub(crate) fn run_stream(
     ))
 }
 
-/// Which columns a section read without a merge decodes.
+/// Who reads a section, which decides what its rows must carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum UnmergedColumns {
-    /// Every layout column (a diff compares them all).
-    All,
-    /// Only the output's (a batch read): the key columns of a compacted table, say, are not
-    /// decoded unless the query selects them.
-    Output,
+pub(crate) enum SectionRead {
+    /// A query's scan: a run read without a merge decodes only the output's columns (the key
+    /// of a compacted table is not decoded unless the query selects it), and rows need not
+    /// come in key order.
+    Query,
+    /// A diff's state: every layout column (a diff compares them all), in key order.
+    Diff,
 }
 
 /// One section: a single run is read as is (minus retracts); several runs are merged.
@@ -196,16 +200,16 @@ pub(crate) fn section_stream(
     key_range: Option<Arc<KeyRange>>,
     runs: Vec<Vec<SplitFile>>,
     batch_size: usize,
-    unmerged: UnmergedColumns,
+    read: SectionRead,
     metrics: &ScanMetrics,
 ) -> Result<SendableRecordBatchStream> {
     let layout = &ctx.layout;
     // no older version of a key can resurface in a read without merge: its rows may be
     // filtered in the reader
     let unmerged_read = || RunRead {
-        only_fields: match unmerged {
-            UnmergedColumns::All => None,
-            UnmergedColumns::Output => Some(output_fields(ctx)),
+        only_fields: match read {
+            SectionRead::Diff => None,
+            SectionRead::Query => Some(output_fields(ctx)),
         },
         ..RunRead::unmerged()
     };
@@ -244,17 +248,24 @@ pub(crate) fn section_stream(
     // Deduplicate reads a key's sequence numbers only to find its newest record, which the
     // order of the runs tells as well when each run's numbers all lie above the previous run's
     // (a newer run wins a tie): then the column is not decoded.
-    let deduplicate = ctx
-        .engine
-        .as_ref()
-        .is_some_and(|e| matches!(e.kind, EngineKind::Deduplicate { .. }));
-    let (runs, need_sequence) = match deduplicate && run_levels.is_none() {
+    let deduplicate = ctx.engine.as_ref().and_then(|e| match e.kind {
+        EngineKind::Deduplicate { ignore_delete } => Some(ignore_delete),
+        _ => None,
+    });
+    let (runs, need_sequence) = match deduplicate.is_some() && run_levels.is_none() {
         true => match in_sequence_order(runs) {
             Ok(ordered) => (ordered, false),
             Err(runs) => (runs, true),
         },
         false => (runs, true),
     };
+    // Runs in sequence order and a reader that needs no key order: a record survives unless a
+    // newer run holds its key (`merge::newest_of_ordered_runs`). `ignore-delete` lets an older
+    // record win over a newer retraction: merged.
+    let newest_run_wins = read == SectionRead::Query
+        && deduplicate == Some(false)
+        && !need_sequence
+        && runs.len() <= MAX_UNORDERED_RUNS;
     let streams = runs
         .into_iter()
         .map(|files| {
@@ -277,6 +288,12 @@ pub(crate) fn section_stream(
         batch_size,
     };
     let merged = match &ctx.engine {
+        Some(_) if newest_run_wins => newest_of_ordered_runs(
+            Arc::clone(&layout.schema),
+            streams,
+            options,
+            metrics.merge.clone(),
+        )?,
         Some(engine) => merge_runs(
             Arc::clone(&layout.schema),
             streams,

@@ -18,7 +18,7 @@ use crate::scan::exec::{ReadView, ScanContext};
 use crate::scan::metrics::ScanMetrics;
 use crate::scan::row_selection::KeyRange;
 use crate::scan::split::{key_ordered_sections, SplitFile};
-use crate::scan::stream::{limit_stream, run_stream, section_stream, shape_output, RunRead, UnmergedColumns};
+use crate::scan::stream::{limit_stream, run_stream, section_stream, shape_output, RunRead, SectionRead};
 
 /// Builds the output stream of one partition.
 pub(super) fn changes_partition_stream(
@@ -158,7 +158,7 @@ fn state_stream(
                 keys.clone(),
                 runs,
                 batch_size,
-                UnmergedColumns::All,
+                SectionRead::Diff,
                 metrics,
             )
         })

@@ -1,0 +1,360 @@
+//! Deduplicate without key order, for reads that do not need it (a query's scan).
+//!
+//! When the runs of a section are ordered by sequence number (every number of a run above every
+//! number of the runs before it), a key's newest record is its record in the newest run that
+//! holds the key. A record then survives unless a newer run holds its key: no loser tree and no
+//! per-key groups are needed. The runs advance together, a chunk of keys at a time:
+//!
+//! ```text
+//! runs (oldest .. newest), the current batch of each
+//!   frontier = the smallest last key of those batches: every record of a key up to the
+//!              frontier is in them (later batches of a run hold greater keys only)
+//!   each run's rows up to the frontier
+//!     minus the keys the newer runs' rows up to the frontier hold (sorted: galloping search)
+//!     minus retractions, unless kept
+//!   ──► one filter kernel per run ──► its batch of the chunk
+//! ```
+//!
+//! Within a chunk rows come out run by run, not in key order, so a diff or a compaction, which
+//! need key order, merge with [`super::stream`] instead. A sorted run holds each key at most once
+//! (semantics.md §4); should a batch repeat a key, its later record wins, as in the merge.
+
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use arrow::array::{BooleanArray, RecordBatch};
+use arrow::compute::filter_record_batch;
+use arrow::datatypes::SchemaRef;
+use arrow::row::RowConverter;
+use datafusion::common::Result;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+
+use super::cursor::{RunCursor, LONG};
+use super::engine::is_retract;
+use super::stream::next_non_empty;
+use super::{MergeMetrics, MergeOptions};
+
+/// More runs than this are merged instead: the runs are compared pairwise, which the merge's
+/// loser tree outgrows.
+pub(crate) const MAX_RUNS: usize = 8;
+
+/// Keeps, for every key, its record in the newest of `runs` (ordered oldest first, each run's
+/// sequence numbers above the previous run's), and drops retracting winners unless
+/// `options.keep_retracts`. Output rows are not in key order (see the module comment).
+pub(crate) fn newest_of_ordered_runs(
+    schema: SchemaRef,
+    runs: Vec<SendableRecordBatchStream>,
+    options: MergeOptions,
+    metrics: MergeMetrics,
+) -> Result<SendableRecordBatchStream> {
+    let converter = super::validate(&schema, &options)?;
+    let state = NewestRuns {
+        fronts: runs.iter().map(|_| None).collect(),
+        spent: runs.iter().map(|_| None).collect(),
+        runs: runs.into_iter().map(Some).collect(),
+        converter,
+        options,
+        metrics,
+        ready: VecDeque::new(),
+        seen: [Vec::new(), Vec::new()],
+    };
+    let output = futures::stream::try_unfold(state, |mut state| async move {
+        Ok(state.next_batch().await?.map(|batch| (batch, state)))
+    });
+    Ok(Box::pin(RecordBatchStreamAdapter::new(schema, output)))
+}
+
+/// The current batch of a run and how far it is consumed.
+struct Front {
+    batch: RecordBatch,
+    cursor: RunCursor,
+    pos: usize,
+}
+
+struct NewestRuns {
+    /// Input runs, oldest first; `None` once exhausted.
+    runs: Vec<Option<SendableRecordBatchStream>>,
+    /// The current batch of each run; `None` before the first and after the last.
+    fronts: Vec<Option<Front>>,
+    /// A run's consumed cursor, until its next batch is checked against it (and reuses it).
+    spent: Vec<Option<RunCursor>>,
+    converter: RowConverter,
+    options: MergeOptions,
+    metrics: MergeMetrics,
+    /// Output batches of the last chunk not yet returned.
+    ready: VecDeque<RecordBatch>,
+    /// Buffers of [`clear_shared_exact`].
+    seen: [Vec<u128>; 2],
+}
+
+impl NewestRuns {
+    async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if let Some(batch) = self.ready.pop_front() {
+                self.metrics.output_rows.add(batch.num_rows());
+                return Ok(Some(batch));
+            }
+            self.refill().await?;
+            let start = Instant::now();
+            let more = self.chunk();
+            self.metrics.merge_time.add_elapsed(start);
+            if !more? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Gives every run whose batch is consumed its next non-empty batch.
+    async fn refill(&mut self) -> Result<()> {
+        for run in 0..self.runs.len() {
+            if self.fronts[run].as_ref().is_some_and(|f| f.pos < f.cursor.len()) {
+                continue;
+            }
+            if let Some(front) = self.fronts[run].take() {
+                self.spent[run] = Some(front.cursor);
+            }
+            let Some(batch) = next_non_empty(&mut self.runs[run]).await? else {
+                continue;
+            };
+            let o = &self.options;
+            let cursor = RunCursor::try_new(
+                &batch,
+                &self.converter,
+                &o.key_columns,
+                o.seq_column,
+                o.kind_column,
+                self.spent[run].take(),
+            )
+            .map_err(|e| e.context(format!("sorted run {run}")))?;
+            self.metrics.input_rows.add(batch.num_rows());
+            self.fronts[run] = Some(Front {
+                batch,
+                cursor,
+                pos: 0,
+            });
+        }
+        Ok(())
+    }
+
+    /// Decides the rows of every key up to the frontier into `ready`; `false` when every run
+    /// is exhausted.
+    fn chunk(&mut self) -> Result<bool> {
+        let live: Vec<(usize, &Front)> = self
+            .fronts
+            .iter()
+            .enumerate()
+            .filter_map(|(run, f)| f.as_ref().map(|f| (run, f)))
+            .collect();
+        let Some(&(_, mut frontier)) = live.first() else {
+            return Ok(false);
+        };
+        for &(_, front) in &live[1..] {
+            let (a, b) = (&front.cursor, &frontier.cursor);
+            if a.cmp_rows(a.len() - 1, b, b.len() - 1).is_lt() {
+                frontier = front;
+            }
+        }
+        let (bound, bound_row) = (&frontier.cursor, frontier.cursor.len() - 1);
+        // each live run's rows up to the frontier: [pos, end)
+        let ends: Vec<usize> = live
+            .iter()
+            .map(|(_, f)| {
+                let (mut lo, mut hi) = (f.pos, f.cursor.len());
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    match f.cursor.cmp_rows(mid, bound, bound_row) {
+                        Ordering::Greater => hi = mid,
+                        _ => lo = mid + 1,
+                    }
+                }
+                lo
+            })
+            .collect();
+        let mut keeps: Vec<Vec<bool>> = live
+            .iter()
+            .zip(&ends)
+            .map(|((_, f), end)| vec![true; end - f.pos])
+            .collect();
+        for ((_, front), (end, keep)) in live.iter().zip(ends.iter().zip(keeps.iter_mut())) {
+            // a key the run repeats: its later record wins
+            for &dup in front.cursor.duplicates() {
+                if dup > front.pos && dup < *end {
+                    keep[dup - 1 - front.pos] = false;
+                }
+            }
+        }
+        let sort_keys: Vec<&[u128]> = live
+            .iter()
+            .zip(&ends)
+            .map(|((_, f), end)| &f.cursor.sort_keys()[f.pos..*end])
+            .collect();
+        if sort_keys.iter().all(|keys| keys.iter().all(|k| k & LONG != LONG)) {
+            clear_shared_exact(&sort_keys, &mut keeps, &mut self.seen);
+        } else {
+            for (older, ((_, a), keep)) in live.iter().zip(keeps.iter_mut()).enumerate() {
+                let a_rows = a.pos..ends[older];
+                for (newer, (_, b)) in live.iter().enumerate().skip(older + 1) {
+                    clear_shared(&a.cursor, a_rows.clone(), &b.cursor, b.pos..ends[newer], keep);
+                }
+            }
+        }
+        let (mut shadowed, mut dropped) = (0, 0);
+        for (((_, front), end), keep) in live.iter().zip(&ends).zip(&mut keeps) {
+            shadowed += keep.iter().filter(|k| !**k).count();
+            if !self.options.keep_retracts {
+                for (k, kind) in keep.iter_mut().zip(&front.cursor.kinds()[front.pos..*end]) {
+                    if *k && is_retract(*kind) {
+                        *k = false;
+                        dropped += 1;
+                    }
+                }
+            }
+        }
+        self.metrics.rows_merged_away.add(shadowed);
+        self.metrics.retracts_dropped.add(dropped);
+        let runs: Vec<usize> = live.iter().map(|(run, _)| *run).collect();
+        for ((run, end), keep) in runs.into_iter().zip(ends).zip(keeps) {
+            let front = self.fronts[run].as_mut().expect("a live run has a front");
+            let rows = front.batch.slice(front.pos, end - front.pos);
+            front.pos = end;
+            let kept = keep.iter().filter(|k| **k).count();
+            if kept == 0 {
+                continue;
+            }
+            if kept == rows.num_rows() {
+                self.ready.push_back(rows);
+            } else {
+                self.ready
+                    .push_back(filter_record_batch(&rows, &BooleanArray::from(keep))?);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// Clears `keeps[r][i]` where key `i` of run `r` is held by a newer run, for keys that are all
+/// exact [`super::cursor::sort_key`]s (`runs[r]`, sorted, oldest run first): equal sort keys are
+/// then equal keys. From the newest run down, each run is checked against the union of the newer
+/// runs' keys, then merged into it: one linear pass each, with no branch on the comparisons.
+/// `seen` and its spare are buffers reused across chunks.
+fn clear_shared_exact(runs: &[&[u128]], keeps: &mut [Vec<bool>], seen: &mut [Vec<u128>; 2]) {
+    let Some((newest, older)) = runs.split_last() else {
+        return;
+    };
+    let [union, spare] = seen;
+    union.clear();
+    union.extend_from_slice(newest);
+    for (r, keys) in older.iter().enumerate().rev() {
+        let keep = &mut keeps[r];
+        let (mut i, mut j) = (0, 0);
+        while i < keys.len() && j < union.len() {
+            let (a, b) = (keys[i], union[j]);
+            keep[i] &= a != b;
+            i += usize::from(a <= b);
+            j += usize::from(b <= a);
+        }
+        if r == 0 {
+            break;
+        }
+        // union ∪ keys, in order (a key in both once)
+        spare.clear();
+        spare.reserve(union.len() + keys.len());
+        let (mut i, mut j) = (0, 0);
+        while i < keys.len() && j < union.len() {
+            let (a, b) = (keys[i], union[j]);
+            spare.push(a.min(b));
+            i += usize::from(a <= b);
+            j += usize::from(b <= a);
+        }
+        spare.extend_from_slice(&keys[i..]);
+        spare.extend_from_slice(&union[j..]);
+        std::mem::swap(union, spare);
+    }
+}
+
+/// Clears `keep[i - a_rows.start]` for every row `i` of `a_rows` whose key a row of `b_rows`
+/// (of `b`'s batch) holds. Both are sorted by key: the shorter is walked, and the longer searched
+/// by galloping from where the last search ended.
+fn clear_shared(
+    a: &RunCursor,
+    a_rows: std::ops::Range<usize>,
+    b: &RunCursor,
+    b_rows: std::ops::Range<usize>,
+    keep: &mut [bool],
+) {
+    if a_rows.len() <= b_rows.len() {
+        let mut j = b_rows.start;
+        for i in a_rows.clone() {
+            j = gallop(j, b_rows.end, |j| b.cmp_rows(j, a, i).is_lt());
+            if j == b_rows.end {
+                return;
+            }
+            if b.cmp_rows(j, a, i).is_eq() {
+                keep[i - a_rows.start] = false;
+            }
+        }
+    } else {
+        let mut i = a_rows.start;
+        for j in b_rows {
+            i = gallop(i, a_rows.end, |i| a.cmp_rows(i, b, j).is_lt());
+            if i == a_rows.end {
+                return;
+            }
+            if a.cmp_rows(i, b, j).is_eq() {
+                keep[i - a_rows.start] = false;
+            }
+        }
+    }
+}
+
+/// The first index in `[lo, hi)` where `below` is false (`below` holds for a prefix), or `hi`:
+/// exponential steps from `lo`, then a binary search.
+#[inline]
+fn gallop(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usize {
+    if lo >= hi || !below(lo) {
+        return lo;
+    }
+    // invariant: below(last_below); !below(above) or above == hi
+    let (mut last_below, mut step) = (lo, 1);
+    let mut above = hi;
+    while last_below + step < hi {
+        let probe = last_below + step;
+        if below(probe) {
+            last_below = probe;
+            step *= 2;
+        } else {
+            above = probe;
+            break;
+        }
+    }
+    let (mut l, mut r) = (last_below + 1, above);
+    while l < r {
+        let mid = l + (r - l) / 2;
+        if below(mid) {
+            l = mid + 1;
+        } else {
+            r = mid;
+        }
+    }
+    l
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gallop;
+
+    #[test]
+    fn gallop_finds_the_end_of_the_prefix() {
+        let values = [1, 2, 3, 5, 8, 13, 21, 34, 55];
+        for target in 0..60 {
+            let expected = values.partition_point(|v| *v < target);
+            for lo in 0..=expected {
+                let found = gallop(lo, values.len(), |i| values[i] < target);
+                assert_eq!(found, expected, "target {target} from {lo}");
+            }
+        }
+        assert_eq!(gallop(3, 3, |_| true), 3);
+    }
+}
