@@ -23,7 +23,7 @@ use url::Url;
 use crate::io::FileIO;
 use crate::meta::TableMeta;
 use crate::system_tables;
-use crate::table::{open_table, ReadView};
+use crate::table::{open_table_with_latest, ReadView};
 
 /// Session read options shared by the catalog's tables (`SET paimon.<option> = ...`).
 pub type ReadOptions = Arc<RwLock<BTreeMap<String, String>>>;
@@ -217,16 +217,18 @@ impl PaimonDatabase {
             self.io.child(base),
             Arc::clone(&self.manifests),
         ));
-        if meta.schema_ids().await?.is_empty() {
+        // one listing of the schema directory tells whether the table exists and which
+        // schema a read of its latest state uses (the file decoded once per catalog)
+        let Some(latest) = meta.latest_schema_if_any().await? else {
             return Ok(None);
-        }
+        };
         let full_name = format!("{}.{base}", self.name);
         if let Some(sys) = system {
             return system_tables::load(&sys, &full_name, meta, options)
                 .await
                 .map(Some);
         }
-        let table = open_table(full_name, meta, options, ReadView::Table).await?;
+        let table = open_table_with_latest(full_name, meta, options, ReadView::Table, Some(latest)).await?;
         Ok(Some(Arc::new(table)))
     }
 }

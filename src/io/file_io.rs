@@ -173,14 +173,20 @@ impl FileIO {
 
     /// Names of the files directly inside a directory (empty if it does not exist).
     pub(crate) async fn list_files(&self, relative_dir: &str) -> Result<Vec<String>> {
+        Ok(self
+            .list_files_meta(relative_dir)
+            .await?
+            .into_iter()
+            .filter_map(|o| o.location.filename().map(str::to_string))
+            .collect())
+    }
+
+    /// As [`FileIO::list_files`], each file with its object-store metadata (location, size,
+    /// last modification).
+    pub(crate) async fn list_files_meta(&self, relative_dir: &str) -> Result<Vec<object_store::ObjectMeta>> {
         let prefix = self.path(relative_dir);
-        let listing = self.store.list_with_delimiter(Some(&prefix)).await;
-        match listing {
-            Ok(l) => Ok(l
-                .objects
-                .into_iter()
-                .filter_map(|o| o.location.filename().map(str::to_string))
-                .collect()),
+        match self.store.list_with_delimiter(Some(&prefix)).await {
+            Ok(l) => Ok(l.objects),
             Err(object_store::Error::NotFound { .. }) => Ok(vec![]),
             Err(e) => Err(e.into()),
         }

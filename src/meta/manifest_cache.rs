@@ -1,4 +1,5 @@
-//! Decoded manifests of one catalog (session), shared by every table read through it: manifest
+//! Decoded manifests (and schema files) of one catalog (session), shared by every table read
+//! through it: manifest
 //! files are immutable (their names are unique), so a long session (the REPL, a service, a
 //! writer committing every few seconds) decodes each once instead of at every query and
 //! commit, as Java Paimon's catalog caches small manifest files. Bounded by the bytes of the
@@ -8,7 +9,7 @@
 use std::sync::Arc;
 
 use crate::io::ByteLru;
-use crate::spec::{ManifestEntry, ManifestFileMeta};
+use crate::spec::{ManifestEntry, ManifestFileMeta, TableSchema};
 
 /// Bytes of manifest files kept decoded (Java's `cache.manifest.small-file-memory` is 128 MB
 /// of decoded pages; ours counts the files, whose decoded entries take a few times more).
@@ -23,6 +24,7 @@ pub(crate) const SMALL_MANIFEST_BYTES: usize = 1 << 20;
 pub(crate) struct ManifestCache {
     entries: ByteLru<Arc<Vec<ManifestEntry>>>,
     lists: ByteLru<Arc<Vec<ManifestFileMeta>>>,
+    schemas: ByteLru<Arc<TableSchema>>,
 }
 
 impl ManifestCache {
@@ -34,6 +36,12 @@ impl ManifestCache {
     /// The records of manifest lists.
     pub(crate) fn lists(&self) -> &ByteLru<Arc<Vec<ManifestFileMeta>>> {
         &self.lists
+    }
+
+    /// Decoded schema files, by location, size and last modification: a schema file is never
+    /// changed, but a table dropped and created again writes its `schema-0` anew.
+    pub(crate) fn schemas(&self) -> &ByteLru<Arc<TableSchema>> {
+        &self.schemas
     }
 
     /// Bytes of the files cached now.
@@ -49,5 +57,6 @@ pub(crate) fn manifest_cache(capacity: usize) -> ManifestCache {
     ManifestCache {
         entries: ByteLru::new(capacity, SMALL_MANIFEST_BYTES),
         lists: ByteLru::new(capacity / 4, SMALL_MANIFEST_BYTES),
+        schemas: ByteLru::new(capacity / 16, SMALL_MANIFEST_BYTES),
     }
 }

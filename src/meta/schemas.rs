@@ -34,10 +34,50 @@ impl TableMeta {
 
     /// The highest-numbered schema.
     pub(crate) async fn latest_schema(&self) -> Result<Arc<TableSchema>> {
-        let ids = self.schema_ids().await?;
-        let id = ids
-            .last()
-            .ok_or_else(|| Error::not_found("schema", self.io.display("schema")))?;
-        self.schema(*id).await
+        self.latest_schema_if_any()
+            .await?
+            .ok_or_else(|| Error::not_found("schema", self.io.display("schema")))
+    }
+
+    /// The highest-numbered schema, `None` when the table has none (it does not exist). One
+    /// listing of the schema directory; the file itself is read only if the catalog has not
+    /// decoded it before (same location, size and last modification).
+    pub(crate) async fn latest_schema_if_any(&self) -> Result<Option<Arc<TableSchema>>> {
+        let latest = self
+            .io
+            .list_files_meta("schema")
+            .await?
+            .into_iter()
+            .filter_map(|o| {
+                let id: i64 = o.location.filename()?.strip_prefix("schema-")?.parse().ok()?;
+                Some((id, o))
+            })
+            .max_by_key(|(id, _)| *id);
+        let Some((id, object)) = latest else {
+            return Ok(None);
+        };
+        if let Some(s) = self.schemas.get(&id) {
+            return Ok(Some(Arc::clone(&s)));
+        }
+        // (an object store's e-tag changes with the content, where the modification time may
+        // only count seconds: a table dropped and created again within one)
+        let key = format!(
+            "{}@{}@{}@{}",
+            object.location,
+            object.size,
+            object.last_modified.timestamp_micros(),
+            object.e_tag.as_deref().unwrap_or("")
+        );
+        let cache = self.manifests.schemas();
+        let schema = match cache.get(&key) {
+            Some(schema) => schema,
+            None => {
+                let schema = self.schema(id).await?;
+                cache.put(&key, Arc::clone(&schema), object.size as usize);
+                schema
+            }
+        };
+        self.schemas.insert(id, Arc::clone(&schema));
+        Ok(Some(schema))
     }
 }

@@ -10,7 +10,7 @@ mod time_travel;
 mod writes;
 
 pub(crate) use crate::scan::ReadView;
-pub(crate) use open::open_table;
+pub(crate) use open::{open_table, open_table_with_latest};
 #[cfg(feature = "ballista")]
 pub(crate) use origin::{ScanKind, ScanOrigin};
 pub(crate) use provider::project;

@@ -12,7 +12,7 @@ use super::time_travel::{read_schema, resolve_snapshot};
 use crate::meta::TableMeta;
 use crate::scan::ReadView;
 use crate::spec::options::{INCREMENTAL_BETWEEN, INCREMENTAL_BETWEEN_TIMESTAMP};
-use crate::spec::TableOptions;
+use crate::spec::{TableOptions, TableSchema};
 
 /// `name` (`db.table`, plus `$audit_log` / `$binlog` for the views) read as `options` say.
 ///
@@ -24,18 +24,33 @@ pub(crate) async fn open_table(
     options: &BTreeMap<String, String>,
     view: ReadView,
 ) -> Result<PaimonTable> {
+    open_table_with_latest(name, meta, options, view, None).await
+}
+
+/// As [`open_table`], given the table's latest schema when the caller has read it already
+/// (the catalog, which lists the schemas to find out whether the table exists).
+pub(crate) async fn open_table_with_latest(
+    name: String,
+    meta: Arc<TableMeta>,
+    options: &BTreeMap<String, String>,
+    view: ReadView,
+    latest: Option<Arc<TableSchema>>,
+) -> Result<PaimonTable> {
     let incremental = if [INCREMENTAL_BETWEEN, INCREMENTAL_BETWEEN_TIMESTAMP]
         .iter()
         .any(|k| options.contains_key(*k))
     {
-        let latest = meta.latest_schema().await?;
+        let latest = match &latest {
+            Some(latest) => Arc::clone(latest),
+            None => meta.latest_schema().await?,
+        };
         let table_options = TableOptions::parse(&latest.options)?;
         resolve_incremental(&meta, &name, options, &table_options).await?
     } else {
         None
     };
     let snapshot = resolve_snapshot(&meta, &name, options).await?;
-    let schema = read_schema(&meta, snapshot.as_ref(), options).await?;
+    let schema = read_schema(&meta, snapshot.as_ref(), options, latest).await?;
     let after_only = options
         .get(crate::changelog::ALLOW_AFTER_ONLY)
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));

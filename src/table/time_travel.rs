@@ -69,16 +69,19 @@ pub(crate) async fn resolve_snapshot(
 /// of the snapshot it reads; a read of the latest state uses the latest schema, which ALTER
 /// TABLE may have moved past the latest snapshot's (new columns read as NULL, changed options
 /// apply; format.md §6.6).
+/// `latest`: the latest schema, when the caller has read it already.
 pub(crate) async fn read_schema(
     meta: &TableMeta,
     snapshot: Option<&Snapshot>,
     options: &BTreeMap<String, String>,
+    latest: Option<std::sync::Arc<crate::spec::TableSchema>>,
 ) -> Result<std::sync::Arc<crate::spec::TableSchema>> {
     let time_travel = [SCAN_SNAPSHOT_ID, SCAN_TAG_NAME, SCAN_TIMESTAMP_MILLIS]
         .iter()
         .any(|k| options.contains_key(*k));
-    Ok(match snapshot {
-        Some(s) if time_travel => meta.schema(s.schema_id).await?,
-        _ => meta.latest_schema().await?,
+    Ok(match (snapshot, latest) {
+        (Some(s), _) if time_travel => meta.schema(s.schema_id).await?,
+        (_, Some(latest)) => latest,
+        (_, None) => meta.latest_schema().await?,
     })
 }
