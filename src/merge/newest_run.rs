@@ -10,7 +10,9 @@
 //!   frontier = the smallest last key of those batches: every record of a key up to the
 //!              frontier is in them (later batches of a run hold greater keys only)
 //!   each run's rows up to the frontier
-//!     minus the keys the newer runs' rows up to the frontier hold (sorted: galloping search)
+//!     minus the keys the newer runs' rows up to the frontier hold: dense integer keys by a
+//!     bitmap of the chunk's key span, other exact sort keys by a linear merge against the
+//!     union of the newer runs' keys, long keys by galloping searches
 //!     minus retractions, unless kept
 //!   ──► one filter kernel per run ──► its batch of the chunk
 //! ```
@@ -59,6 +61,9 @@ pub(crate) fn newest_of_ordered_runs(
         metrics,
         ready: VecDeque::new(),
         seen: [Vec::new(), Vec::new()],
+        seen_narrow: [Vec::new(), Vec::new()],
+        narrow: Vec::new(),
+        bits: Vec::new(),
     };
     let output = futures::stream::try_unfold(state, |mut state| async move {
         Ok(state.next_batch().await?.map(|batch| (batch, state)))
@@ -87,6 +92,11 @@ struct NewestRuns {
     ready: VecDeque<RecordBatch>,
     /// Buffers of [`clear_shared_exact`].
     seen: [Vec<u128>; 2],
+    /// The same for keys narrowed to `u64` ([`narrow_keys`]), and the narrowed keys.
+    seen_narrow: [Vec<u64>; 2],
+    narrow: Vec<Vec<u64>>,
+    /// The bitmap of [`clear_shared_dense`].
+    bits: Vec<u64>,
 }
 
 impl NewestRuns {
@@ -191,7 +201,14 @@ impl NewestRuns {
             .map(|((_, f), end)| &f.cursor.sort_keys()[f.pos..*end])
             .collect();
         if sort_keys.iter().all(|keys| keys.iter().all(|k| k & LONG != LONG)) {
-            clear_shared_exact(&sort_keys, &mut keeps, &mut self.seen);
+            if narrow_keys(&sort_keys, &mut self.narrow) {
+                let narrow: Vec<&[u64]> = self.narrow.iter().map(Vec::as_slice).collect();
+                if !clear_shared_dense(&narrow, &mut keeps, &mut self.bits) {
+                    clear_shared_exact(&narrow, &mut keeps, &mut self.seen_narrow);
+                }
+            } else {
+                clear_shared_exact(&sort_keys, &mut keeps, &mut self.seen);
+            }
         } else {
             for (older, ((_, a), keep)) in live.iter().zip(keeps.iter_mut()).enumerate() {
                 let a_rows = a.pos..ends[older];
@@ -239,7 +256,7 @@ impl NewestRuns {
 /// then equal keys. From the newest run down, each run is checked against the union of the newer
 /// runs' keys, then merged into it: one linear pass each, with no branch on the comparisons.
 /// `seen` and its spare are buffers reused across chunks.
-fn clear_shared_exact(runs: &[&[u128]], keeps: &mut [Vec<bool>], seen: &mut [Vec<u128>; 2]) {
+fn clear_shared_exact<K: Copy + Ord>(runs: &[&[K]], keeps: &mut [Vec<bool>], seen: &mut [Vec<K>; 2]) {
     let Some((newest, older)) = runs.split_last() else {
         return;
     };
@@ -272,6 +289,73 @@ fn clear_shared_exact(runs: &[&[u128]], keeps: &mut [Vec<bool>], seen: &mut [Vec
         spare.extend_from_slice(&union[j..]);
         std::mem::swap(union, spare);
     }
+}
+
+/// Narrows exact sort keys to `u64`s that order (and tell apart) the rows the same way, into
+/// `out` (one vector per run), when every row has the same length of at most 9 bytes and the
+/// same first byte (a non-null `BIGINT` key is a 9-byte row whose first byte marks it valid):
+/// the rest of the row then fits bytes 1..=8 of the sort key. Half the width per comparison.
+fn narrow_keys(runs: &[&[u128]], out: &mut Vec<Vec<u64>>) -> bool {
+    let Some(&first) = runs.iter().find_map(|keys| keys.first()) else {
+        return false;
+    };
+    // the first byte and the length tag, which must be equal for all
+    const FIXED: u128 = (0xFF << 120) | 0xFF;
+    if first & 0xFF > 9 {
+        return false;
+    }
+    if !runs
+        .iter()
+        .all(|keys| keys.iter().all(|k| k & FIXED == first & FIXED))
+    {
+        return false;
+    }
+    // right-aligned, so that consecutive integer keys narrow to consecutive numbers
+    let shift = 8 * (9 - (first & 0xFF) as u32);
+    out.resize_with(runs.len(), Vec::new);
+    for (keys, narrow) in runs.iter().zip(out.iter_mut()) {
+        narrow.clear();
+        narrow.extend(
+            keys.iter()
+                .map(|k| ((k >> 56) as u64).checked_shr(shift).unwrap_or(0)),
+        );
+    }
+    true
+}
+
+/// [`clear_shared_exact`] for narrowed keys that lie close together (dense integer keys,
+/// the usual ids): one bit per possible key between the chunk's smallest and largest, so each
+/// key is one independent bit test and set instead of a step of a merge that waits on the
+/// previous one. `false` (nothing done) when the keys are too sparse for that.
+fn clear_shared_dense(runs: &[&[u64]], keeps: &mut [Vec<bool>], bits: &mut Vec<u64>) -> bool {
+    let lo = runs.iter().filter_map(|keys| keys.first()).min();
+    let hi = runs.iter().filter_map(|keys| keys.last()).max();
+    let (Some(&lo), Some(&hi)) = (lo, hi) else {
+        return true;
+    };
+    let rows: u64 = runs.iter().map(|keys| keys.len() as u64).sum();
+    let span = hi - lo + 1;
+    if span > 8 * rows + 1024 {
+        return false;
+    }
+    bits.clear();
+    bits.resize(span.div_ceil(64) as usize, 0);
+    let newest = runs.len() - 1;
+    for (r, keys) in runs.iter().enumerate().rev() {
+        if r < newest {
+            for (keep, key) in keeps[r].iter_mut().zip(keys.iter()) {
+                let at = key - lo;
+                *keep &= bits[(at / 64) as usize] >> (at % 64) & 1 == 0;
+            }
+        }
+        if r > 0 {
+            for key in keys.iter() {
+                let at = key - lo;
+                bits[(at / 64) as usize] |= 1 << (at % 64);
+            }
+        }
+    }
+    true
 }
 
 /// Clears `keep[i - a_rows.start]` for every row `i` of `a_rows` whose key a row of `b_rows`
@@ -343,7 +427,34 @@ fn gallop(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::gallop;
+    use super::{clear_shared_dense, clear_shared_exact, gallop};
+
+    /// The three ways of clearing shadowed keys agree: dense bitmap, merge of narrowed keys.
+    #[test]
+    fn dense_and_merged_clearing_agree() {
+        let runs: [&[u64]; 3] = [&[1, 2, 3, 5, 8, 13], &[2, 3, 4, 13], &[3, 5, 14]];
+        let fresh = || runs.iter().map(|r| vec![true; r.len()]).collect::<Vec<_>>();
+        let mut dense = fresh();
+        assert!(clear_shared_dense(&runs, &mut dense, &mut Vec::new()));
+        let mut merged = fresh();
+        clear_shared_exact(&runs, &mut merged, &mut [Vec::new(), Vec::new()]);
+        assert_eq!(dense, merged);
+        assert_eq!(
+            dense,
+            vec![
+                vec![true, false, false, false, true, false],
+                vec![true, false, true, true],
+                vec![true, true, true]
+            ]
+        );
+        // keys a billion apart are too sparse for a bitmap
+        let sparse: [&[u64]; 2] = [&[0, 1 << 30], &[1 << 30]];
+        assert!(!clear_shared_dense(
+            &sparse,
+            &mut [vec![true; 2], vec![true]],
+            &mut Vec::new()
+        ));
+    }
 
     #[test]
     fn gallop_finds_the_end_of_the_prefix() {
