@@ -25,7 +25,7 @@ use datafusion::common::{Result, ScalarValue};
 
 use super::exec::ScanContext;
 use super::incremental::plan::{ChangeFiles, ChangeSplit};
-use super::row_selection::{wanted_key_units, KeyRange, KeyUnit};
+use super::row_selection::{wanted_key_units, wanted_rows, KeyRange, KeyUnit};
 use super::split::{Split, SplitFile};
 use crate::format::FileFormat;
 use crate::spec::DataField;
@@ -189,6 +189,7 @@ async fn row_pieces(
     // Each file's first row in the run, whether any row may start a piece, and its row-group
     // starts (positions in the run).
     let mut files: Vec<(i64, bool, Vec<i64>)> = Vec::with_capacity(run.len());
+    let mut kept: Vec<Range<i64>> = Vec::new();
     let mut start = 0i64;
     for (file, opened) in run.iter().zip(&opened) {
         let Some(metadata) = opened.parquet_metadata() else {
@@ -204,11 +205,41 @@ async fn row_pieces(
             // the footer disagrees with the manifest: leave the file whole
             return Ok(Vec::new());
         }
+        let Some(file_schema) = ctx.file_schemas.get(&file.schema_id) else {
+            return Ok(Vec::new());
+        };
+        // the rows the pushed-down predicate may want (pages and row groups it rules out are
+        // never read, so they weigh nothing)
+        match wanted_rows(
+            metadata,
+            opened.schema(),
+            file_schema,
+            ctx.pruning.as_deref(),
+            None,
+        ) {
+            None => kept.push(start..at),
+            Some(ranges) => kept.extend(
+                ranges
+                    .into_iter()
+                    .map(|r| start + r.start as i64..start + r.end as i64),
+            ),
+        }
         files.push((start, metadata.offset_index().is_some(), groups));
         start = at;
     }
     let total = start;
-    let cuts = row_cuts(&files, total, wanted);
+    // A selective predicate leaves too few rows to share (the threshold of `key_ranges`): one
+    // partition reads them, and no other opens the file only to skip all of it.
+    let kept_rows: i64 = kept.iter().map(|r| r.end - r.start).sum();
+    if kept_rows <= MIN_PIECE_ROWS + MIN_PIECE_ROWS / 4 {
+        return Ok(Vec::new());
+    }
+    let wanted = wanted.min((kept_rows / MIN_PIECE_ROWS) as usize).max(1);
+    // cut where each piece gets its share of the kept rows
+    let ideals: Vec<i64> = (1..wanted as i64)
+        .map(|k| kept_position(&kept, kept_rows * k / wanted as i64))
+        .collect();
+    let cuts = row_cuts(&files, total, &ideals, kept_rows / wanted as i64 / 8);
     if cuts.is_empty() {
         return Ok(Vec::new());
     }
@@ -346,13 +377,26 @@ async fn key_ranges(
     Ok(if wanting < 2 { Vec::new() } else { ranges })
 }
 
-/// The positions where [`row_pieces`] cuts a run of `total` rows into `wanted` pieces, given
-/// each file's first row, whether it has a page index, and its row-group starts.
-fn row_cuts(files: &[(i64, bool, Vec<i64>)], total: i64, wanted: usize) -> Vec<i64> {
-    let close = total / wanted as i64 / 8;
+/// The position in the run of kept row number `n` (counting the rows of `kept`, ascending
+/// ranges of positions, from 0).
+fn kept_position(kept: &[Range<i64>], n: i64) -> i64 {
+    let mut before = 0;
+    for range in kept {
+        let len = range.end - range.start;
+        if n < before + len {
+            return range.start + (n - before);
+        }
+        before += len;
+    }
+    kept.last().map_or(0, |r| r.end)
+}
+
+/// The positions where [`row_pieces`] cuts a run of `total` rows, near the `ideals` positions,
+/// given each file's first row, whether it has a page index, and its row-group starts. A
+/// row-group boundary within `close` rows of an ideal cut is taken instead of it.
+fn row_cuts(files: &[(i64, bool, Vec<i64>)], total: i64, ideals: &[i64], close: i64) -> Vec<i64> {
     let mut cuts: Vec<i64> = Vec::new();
-    for k in 1..wanted as i64 {
-        let ideal = total * k / wanted as i64;
+    for &ideal in ideals {
         let holder = files.partition_point(|(first, _, _)| *first <= ideal) - 1;
         let (_, paged, _) = &files[holder];
         let boundary = files
@@ -519,23 +563,48 @@ type Sections = Vec<Section>;
 
 #[cfg(test)]
 mod tests {
-    use super::row_cuts;
+    use super::{kept_position, row_cuts};
 
     #[test]
     fn row_cuts_prefer_close_row_group_boundaries() {
+        // a cut into `pieces` of 2M rows, ideal positions at equal shares, close = an eighth
+        let even = |total: i64, pieces: i64| -> (Vec<i64>, i64) {
+            (
+                (1..pieces).map(|k| total * k / pieces).collect(),
+                total / pieces / 8,
+            )
+        };
         // one paged file of 2M rows in row groups at 0 and 1,048,576: the boundary is within
         // an eighth of a piece (125,000 rows) of the ideal 1,000,000
         let one_file = [(0, true, vec![0, 1_048_576])];
-        assert_eq!(row_cuts(&one_file, 2_000_000, 2), [1_048_576]);
+        let (ideals, close) = even(2_000_000, 2);
+        assert_eq!(row_cuts(&one_file, 2_000_000, &ideals, close), [1_048_576]);
         // four pieces: 500,000 and 1,500,000 have no close boundary and the file is paged
-        assert_eq!(row_cuts(&one_file, 2_000_000, 4), [500_000, 1_048_576, 1_500_000]);
+        let (ideals, close) = even(2_000_000, 4);
+        assert_eq!(
+            row_cuts(&one_file, 2_000_000, &ideals, close),
+            [500_000, 1_048_576, 1_500_000]
+        );
         // without a page index only boundaries cut: 500,000 and 1,500,000 are nearest to the
         // run's ends, which cut nothing; and a run of two files also cuts between them
         let unpaged = [(0, false, vec![0, 1_048_576])];
-        assert_eq!(row_cuts(&unpaged, 2_000_000, 4), [1_048_576]);
+        assert_eq!(row_cuts(&unpaged, 2_000_000, &ideals, close), [1_048_576]);
         let two_files = [(0, false, vec![0]), (700_000, false, vec![700_000])];
-        assert_eq!(row_cuts(&two_files, 1_400_000, 2), [700_000]);
+        let (ideals, close) = even(1_400_000, 2);
+        assert_eq!(row_cuts(&two_files, 1_400_000, &ideals, close), [700_000]);
         // a single row group, unpaged: nothing to cut at
-        assert!(row_cuts(&[(0, false, vec![0])], 1_000_000, 2).is_empty());
+        let (ideals, close) = even(1_000_000, 2);
+        assert!(row_cuts(&[(0, false, vec![0])], 1_000_000, &ideals, close).is_empty());
+    }
+
+    #[test]
+    fn kept_positions_skip_the_rows_a_predicate_rules_out() {
+        // rows 100..200 and 500..800 kept: kept row 0 is at 100, 99 at 199, 100 at 500
+        let kept = [100..200, 500..800];
+        assert_eq!(kept_position(&kept, 0), 100);
+        assert_eq!(kept_position(&kept, 99), 199);
+        assert_eq!(kept_position(&kept, 100), 500);
+        assert_eq!(kept_position(&kept, 399), 799);
+        assert_eq!(kept_position(&kept, 400), 800);
     }
 }
