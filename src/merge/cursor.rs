@@ -267,35 +267,40 @@ impl RunCursor {
         if i < scan_end || i == hi {
             return i;
         }
-        // invariant: key[below] < bound; key[above] >= bound or above == hi
-        let mut below = i - 1;
-        let mut above = hi;
-        let mut step = 1;
-        loop {
-            let probe = below + step;
-            if probe >= hi {
-                break;
-            }
-            if below_bound(probe) {
-                below = probe;
-                step *= 2;
-            } else {
-                above = probe;
-                break;
-            }
-        }
-        // first index in (below, above) with key >= bound, else above
-        let (mut l, mut r) = (below + 1, above);
-        while l < r {
-            let mid = l + (r - l) / 2;
-            if below_bound(mid) {
-                l = mid + 1;
-            } else {
-                r = mid;
-            }
-        }
-        l
+        gallop(i, hi, below_bound)
     }
+}
+
+/// The first index in `[lo, hi)` where `below` is false (`below` holds for a prefix), or `hi`:
+/// exponential steps from `lo`, then a binary search.
+#[inline]
+pub(super) fn gallop(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usize {
+    if lo >= hi || !below(lo) {
+        return lo;
+    }
+    // invariant: below(last_below); !below(above) or above == hi
+    let (mut last_below, mut step) = (lo, 1);
+    let mut above = hi;
+    while last_below + step < hi {
+        let probe = last_below + step;
+        if below(probe) {
+            last_below = probe;
+            step *= 2;
+        } else {
+            above = probe;
+            break;
+        }
+    }
+    let (mut l, mut r) = (last_below + 1, above);
+    while l < r {
+        let mid = l + (r - l) / 2;
+        if below(mid) {
+            l = mid + 1;
+        } else {
+            r = mid;
+        }
+    }
+    l
 }
 
 /// Marks a [`sort_key`] of a row longer than 15 bytes (not exact).
@@ -388,7 +393,7 @@ mod tests {
     use arrow::datatypes::{DataType, Field, Schema};
     use arrow::row::{RowConverter, SortField};
 
-    use super::RunCursor;
+    use super::{gallop, RunCursor};
 
     fn cursor(keys: &[i32]) -> datafusion::common::Result<(RunCursor, RowConverter)> {
         let schema = Arc::new(Schema::new(vec![
@@ -472,5 +477,18 @@ mod tests {
     fn unsorted_batch_is_an_error() {
         let err = cursor(&[1, 3, 2]).expect_err("unsorted");
         assert!(err.to_string().contains("not ordered"), "{err}");
+    }
+
+    #[test]
+    fn gallop_finds_the_end_of_the_prefix() {
+        let values = [1, 2, 3, 5, 8, 13, 21, 34, 55];
+        for target in 0..60 {
+            let expected = values.partition_point(|v| *v < target);
+            for lo in 0..=expected {
+                let found = gallop(lo, values.len(), |i| values[i] < target);
+                assert_eq!(found, expected, "target {target} from {lo}");
+            }
+        }
+        assert_eq!(gallop(3, 3, |_| true), 3);
     }
 }

@@ -33,7 +33,7 @@ use datafusion::common::Result;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 
-use super::cursor::{RunCursor, LONG};
+use super::cursor::{gallop, RunCursor, LONG};
 use super::engine::is_retract;
 use super::stream::next_non_empty;
 use super::{MergeMetrics, MergeOptions};
@@ -200,15 +200,14 @@ impl NewestRuns {
             .zip(&ends)
             .map(|((_, f), end)| &f.cursor.sort_keys()[f.pos..*end])
             .collect();
-        if sort_keys.iter().all(|keys| keys.iter().all(|k| k & LONG != LONG)) {
-            if narrow_keys(&sort_keys, &mut self.narrow) {
-                let narrow: Vec<&[u64]> = self.narrow.iter().map(Vec::as_slice).collect();
-                if !clear_shared_dense(&narrow, &mut keeps, &mut self.bits) {
-                    clear_shared_exact(&narrow, &mut keeps, &mut self.seen_narrow);
-                }
-            } else {
-                clear_shared_exact(&sort_keys, &mut keeps, &mut self.seen);
+        // (narrowed keys are exact: checked first, it saves the common case a pass)
+        if narrow_keys(&sort_keys, &mut self.narrow) {
+            let narrow: Vec<&[u64]> = self.narrow.iter().map(Vec::as_slice).collect();
+            if !clear_shared_dense(&narrow, &mut keeps, &mut self.bits) {
+                clear_shared_exact(&narrow, &mut keeps, &mut self.seen_narrow);
             }
+        } else if sort_keys.iter().all(|keys| keys.iter().all(|k| k & LONG != LONG)) {
+            clear_shared_exact(&sort_keys, &mut keeps, &mut self.seen);
         } else {
             for (older, ((_, a), keep)) in live.iter().zip(keeps.iter_mut()).enumerate() {
                 let a_rows = a.pos..ends[older];
@@ -393,43 +392,11 @@ fn clear_shared(
     }
 }
 
-/// The first index in `[lo, hi)` where `below` is false (`below` holds for a prefix), or `hi`:
-/// exponential steps from `lo`, then a binary search.
-#[inline]
-fn gallop(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usize {
-    if lo >= hi || !below(lo) {
-        return lo;
-    }
-    // invariant: below(last_below); !below(above) or above == hi
-    let (mut last_below, mut step) = (lo, 1);
-    let mut above = hi;
-    while last_below + step < hi {
-        let probe = last_below + step;
-        if below(probe) {
-            last_below = probe;
-            step *= 2;
-        } else {
-            above = probe;
-            break;
-        }
-    }
-    let (mut l, mut r) = (last_below + 1, above);
-    while l < r {
-        let mid = l + (r - l) / 2;
-        if below(mid) {
-            l = mid + 1;
-        } else {
-            r = mid;
-        }
-    }
-    l
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{clear_shared_dense, clear_shared_exact, gallop};
+    use super::{clear_shared_dense, clear_shared_exact};
 
-    /// The three ways of clearing shadowed keys agree: dense bitmap, merge of narrowed keys.
+    /// The two ways of clearing shadowed narrowed keys agree: the bitmap and the merge.
     #[test]
     fn dense_and_merged_clearing_agree() {
         let runs: [&[u64]; 3] = [&[1, 2, 3, 5, 8, 13], &[2, 3, 4, 13], &[3, 5, 14]];
@@ -454,18 +421,5 @@ mod tests {
             &mut [vec![true; 2], vec![true]],
             &mut Vec::new()
         ));
-    }
-
-    #[test]
-    fn gallop_finds_the_end_of_the_prefix() {
-        let values = [1, 2, 3, 5, 8, 13, 21, 34, 55];
-        for target in 0..60 {
-            let expected = values.partition_point(|v| *v < target);
-            for lo in 0..=expected {
-                let found = gallop(lo, values.len(), |i| values[i] < target);
-                assert_eq!(found, expected, "target {target} from {lo}");
-            }
-        }
-        assert_eq!(gallop(3, 3, |_| true), 3);
     }
 }

@@ -165,6 +165,25 @@ impl<'a> Pieces<'a> {
     }
 }
 
+/// `files` of the bucket directory `dir` opened with their page indexes, through the
+/// catalog's footer cache (planning reads only footers).
+async fn open_footers<'a>(
+    ctx: &ScanContext,
+    dir: &str,
+    files: impl Iterator<Item = &'a SplitFile>,
+) -> Result<Vec<crate::format::OpenedFile>> {
+    let opens = files.map(|f| {
+        let path = ctx
+            .table_io
+            .data_file_path(dir, &f.file_name, f.external_path.as_deref());
+        let store = Arc::clone(ctx.table_io.store());
+        let footers = Arc::clone(ctx.table_io.footers());
+        let size = f.file_size;
+        async move { crate::format::open_cached(store, &path, size, true, &footers).await }
+    });
+    futures::future::try_join_all(opens).await
+}
+
 /// One sorted run cut into up to `wanted` pieces of about equal rows, each with its rows as
 /// positions in the run. A cut falls on the nearest row-group or file boundary when one is
 /// close (an eighth of a piece) or the file has no page index: a row group cut in two is
@@ -176,16 +195,7 @@ async fn row_pieces(
     run: &[SplitFile],
     wanted: usize,
 ) -> Result<Vec<(Vec<SplitFile>, Range<i64>)>> {
-    let opens = run.iter().map(|f| {
-        let path = ctx
-            .table_io
-            .data_file_path(dir, &f.file_name, f.external_path.as_deref());
-        let store = Arc::clone(ctx.table_io.store());
-        let footers = Arc::clone(ctx.table_io.footers());
-        let size = f.file_size;
-        async move { crate::format::open_cached(store, &path, size, true, &footers).await }
-    });
-    let opened = futures::future::try_join_all(opens).await?;
+    let opened = open_footers(ctx, dir, run.iter()).await?;
     // Each file's first row in the run, whether any row may start a piece, and its row-group
     // starts (positions in the run).
     let mut files: Vec<(i64, bool, Vec<i64>)> = Vec::with_capacity(run.len());
@@ -292,16 +302,7 @@ async fn key_ranges(
     wanted: usize,
 ) -> Result<Vec<(KeyRange, i64)>> {
     let key_type = key.data_type.to_arrow();
-    let opens = section.iter().flatten().map(|f| {
-        let path = ctx
-            .table_io
-            .data_file_path(dir, &f.file_name, f.external_path.as_deref());
-        let store = Arc::clone(ctx.table_io.store());
-        let footers = Arc::clone(ctx.table_io.footers());
-        let size = f.file_size;
-        async move { crate::format::open_cached(store, &path, size, true, &footers).await }
-    });
-    let opened = futures::future::try_join_all(opens).await?;
+    let opened = open_footers(ctx, dir, section.iter().flatten()).await?;
     // Every unit the pushed-down predicate keeps (units it prunes are never read: they weigh
     // nothing), each with a known first-key minimum.
     let mut units: Vec<KeyUnit> = Vec::new();

@@ -143,6 +143,23 @@ fn run_stream(schema: &SchemaRef, recs: &[Rec], sizes: &[usize]) -> SendableReco
     ))
 }
 
+/// The schema of `runs`' key type (Int when they are empty), its key columns, and each run
+/// as a stream of batches of `sizes`.
+fn runs_as_streams(
+    runs: &[Vec<Rec>],
+    sizes: &[usize],
+) -> (SchemaRef, Vec<usize>, Vec<SendableRecordBatchStream>) {
+    let probe = runs
+        .iter()
+        .flatten()
+        .next()
+        .map(|r| r.0.clone())
+        .unwrap_or(Key::Int(0));
+    let (schema, key_columns) = schema_for(&probe);
+    let streams = runs.iter().map(|r| run_stream(&schema, r, sizes)).collect();
+    (schema, key_columns, streams)
+}
+
 struct Case {
     name: &'static str,
     runs: Vec<Vec<Rec>>,
@@ -156,14 +173,7 @@ async fn merge(
     keep_retracts: bool,
     batch_size: usize,
 ) -> Result<Vec<RecordBatch>> {
-    let probe = runs
-        .iter()
-        .flatten()
-        .next()
-        .map(|r| r.0.clone())
-        .unwrap_or(Key::Int(0));
-    let (schema, key_columns) = schema_for(&probe);
-    let streams = runs.iter().map(|r| run_stream(&schema, r, sizes)).collect();
+    let (schema, key_columns, streams) = runs_as_streams(runs, sizes);
     let options = MergeOptions {
         key_columns,
         seq_column: 1,

@@ -140,14 +140,7 @@ async fn reducer_path_matches_model() -> Result<()> {
         }
         let sizes: Vec<usize> = (0..3).map(|_| rng.below(40) as usize).chain([1]).collect();
         let batch_size = 1 + rng.below(64) as usize;
-        let probe = runs
-            .iter()
-            .flatten()
-            .next()
-            .map(|r| r.0.clone())
-            .unwrap_or(Key::Int(0));
-        let (schema, key_columns) = schema_for(&probe);
-        let streams = runs.iter().map(|r| run_stream(&schema, r, &sizes)).collect();
+        let (schema, key_columns, streams) = runs_as_streams(&runs, &sizes);
         let seq_column = schema.index_of("_SEQUENCE_NUMBER")?;
         let kind_column = schema.index_of("_VALUE_KIND")?;
         let options = MergeOptions {
@@ -209,14 +202,7 @@ async fn newest_run_wins_matches_model() -> Result<()> {
             run.dedup_by(|a, b| a.0 == b.0);
         }
         let sizes: Vec<usize> = (0..3).map(|_| rng.below(40) as usize).chain([1]).collect();
-        let probe = runs
-            .iter()
-            .flatten()
-            .next()
-            .map(|r| r.0.clone())
-            .unwrap_or(Key::Int(0));
-        let (schema, key_columns) = schema_for(&probe);
-        let streams = runs.iter().map(|r| run_stream(&schema, r, &sizes)).collect();
+        let (schema, key_columns, streams) = runs_as_streams(&runs, &sizes);
         let options = MergeOptions {
             key_columns,
             seq_column: 1,
