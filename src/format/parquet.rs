@@ -22,7 +22,7 @@ use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnWriter, ArrowRowGr
 use parquet::arrow::async_reader::ParquetObjectReader;
 use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
 use parquet::arrow::{ArrowWriter, ProjectionMask};
-use parquet::basic::{Compression, GzipLevel, ZstdLevel};
+use parquet::basic::{Compression, Encoding, GzipLevel, ZstdLevel};
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
@@ -48,8 +48,63 @@ pub(super) struct Encoder {
     max_row_group_rows: usize,
 }
 
-/// Dictionary page limit of key and sequence columns (bytes), see `Encoder::new`.
+/// Dictionary page limit of key and sequence columns (bytes), see [`ordered_column_encoding`].
 const UNIQUE_COLUMN_DICTIONARY_LIMIT: usize = 32 * 1024;
+
+/// How a column of a data file is encoded, by what it holds.
+#[derive(Debug, PartialEq, Eq)]
+enum OrderedColumn {
+    /// A value column: Parquet's defaults (dictionary, falling back to plain).
+    No,
+    /// An integer key or sequence column: a small dictionary, falling back to delta encoding.
+    Integer,
+    /// A key column of another type: a small dictionary, falling back to plain.
+    Other,
+}
+
+/// Key and sequence columns of a KeyValue file (`_KEY_*`, `_SEQUENCE_NUMBER`, and the value
+/// columns that repeat a key field) hold about one distinct value per row. A dictionary never
+/// pays off for them, yet it grows to its size limit (1 MiB) before the writer falls back, and
+/// every reader of any page of the column must decode it first: a small limit keeps it to the
+/// first few thousand rows.
+///
+/// After that, integers fall back to delta encoding rather than plain: a sorted run orders its
+/// rows by key, so the first key column ascends, and the sequence numbers of one write ascend
+/// with its input. Delta encoding stores such a column in a few bits a value (dense ids in none
+/// at all), where plain stores eight bytes a value that every merged read must decompress.
+/// Every reader of Parquet decodes it (Paimon's Java reader since 1.0, Arrow for pypaimon).
+///
+/// Files of fewer rows than the dictionary holds keep the bytes Paimon's writers give them:
+/// compaction picks runs by their byte sizes (semantics.md §5.2), and small tables should
+/// compact as Paimon compacts them.
+fn ordered_column_encoding(
+    schema: &arrow::datatypes::Schema,
+    field: &arrow::datatypes::Field,
+) -> OrderedColumn {
+    let name = field.name();
+    let repeats_key = schema
+        .field_with_name(&format!("{}{name}", crate::spec::KEY_PREFIX))
+        .is_ok();
+    if !(name == crate::spec::SEQUENCE_NUMBER || name.starts_with(crate::spec::KEY_PREFIX) || repeats_key) {
+        return OrderedColumn::No;
+    }
+    use arrow::datatypes::DataType as T;
+    match field.data_type() {
+        T::Int8
+        | T::Int16
+        | T::Int32
+        | T::Int64
+        | T::UInt8
+        | T::UInt16
+        | T::UInt32
+        | T::UInt64
+        | T::Date32
+        | T::Time32(_)
+        | T::Time64(_)
+        | T::Timestamp(_, _) => OrderedColumn::Integer,
+        _ => OrderedColumn::Other,
+    }
+}
 
 /// Batches smaller than this encode on the calling thread: spawning is not worth it.
 const PARALLEL_ENCODE_MIN_ROWS: usize = 2048;
@@ -71,22 +126,17 @@ impl Encoder {
             }
         };
         let mut builder = WriterProperties::builder().set_compression(compression);
-        // Key and sequence columns of a KeyValue file hold one distinct value per row: a
-        // dictionary never pays off, yet it grows to its size limit (1 MiB) before the writer
-        // falls back, and every reader of any page of the column must decode it first. A small
-        // limit keeps it to the first few thousand rows (small files are written as before).
-        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-        for name in &names {
-            let key_value_column = names.contains(&format!("{}{name}", crate::spec::KEY_PREFIX).as_str());
-            if *name == crate::spec::SEQUENCE_NUMBER
-                || name.starts_with(crate::spec::KEY_PREFIX)
-                || key_value_column
-            {
-                builder = builder.set_column_dictionary_page_size_limit(
-                    ColumnPath::from(*name),
-                    UNIQUE_COLUMN_DICTIONARY_LIMIT,
-                );
-            }
+        for field in schema.fields() {
+            let column = ColumnPath::from(field.name().as_str());
+            builder = match ordered_column_encoding(&schema, field) {
+                OrderedColumn::No => builder,
+                OrderedColumn::Integer => builder
+                    .set_column_dictionary_page_size_limit(column.clone(), UNIQUE_COLUMN_DICTIONARY_LIMIT)
+                    .set_column_encoding(column, Encoding::DELTA_BINARY_PACKED),
+                OrderedColumn::Other => {
+                    builder.set_column_dictionary_page_size_limit(column, UNIQUE_COLUMN_DICTIONARY_LIMIT)
+                }
+            };
         }
         let props = builder.build();
         let max_row_group_rows = props.max_row_group_row_count().unwrap_or(usize::MAX).max(1);
@@ -334,7 +384,118 @@ pub(crate) fn intersect_ranges(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Ra
 
 #[cfg(test)]
 mod tests {
-    use super::intersect_ranges;
+    use std::sync::Arc;
+
+    use arrow::array::{Array, Int64Array, Int8Array, RecordBatch, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use bytes::Bytes;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
+    use parquet::basic::Encoding;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    use super::{intersect_ranges, Encoder};
+    use crate::format::{FileFormat, WriteFormat};
+
+    fn key_value_file(n: i64) -> (RecordBatch, Bytes) {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("_KEY_id", DataType::Int64, false),
+            Field::new("_KEY_name", DataType::Utf8, false),
+            Field::new("_SEQUENCE_NUMBER", DataType::Int64, false),
+            Field::new("_VALUE_KIND", DataType::Int8, false),
+            Field::new("id", DataType::Int64, false),
+            Field::new("name", DataType::Utf8, false),
+            Field::new("amount", DataType::Int64, true),
+        ]));
+        let ids = Arc::new(Int64Array::from_iter_values((0..n).map(|i| i * 3 - 5_000)));
+        let names = Arc::new(StringArray::from_iter_values((0..n).map(|i| format!("k{i:06}"))));
+        // Sequence numbers of one write in key order: a permutation, not ascending.
+        let sequences = Int64Array::from_iter_values((0..n).map(|i| 1_000 + (i * 7_919) % n));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![
+                ids.clone(),
+                names.clone(),
+                Arc::new(sequences),
+                Arc::new(Int8Array::from(vec![0i8; n as usize])),
+                ids,
+                names,
+                Arc::new(Int64Array::from_iter(
+                    (0..n).map(|i| (i % 5 != 0).then_some(i % 7)),
+                )),
+            ],
+        )
+        .unwrap();
+        let write = WriteFormat {
+            format: FileFormat::Parquet,
+            compression: "zstd".into(),
+            zstd_level: 1,
+        };
+        let mut encoder = Encoder::new(&write, batch.schema()).unwrap();
+        encoder.write(&batch).unwrap();
+        let file = Bytes::from(encoder.finish().unwrap());
+
+        let read: Vec<RecordBatch> = ParquetRecordBatchReader::try_new(file.clone(), 4096)
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        let read = arrow::compute::concat_batches(&read[0].schema(), &read).unwrap();
+        for (column, (written, back)) in batch.columns().iter().zip(read.columns()).enumerate() {
+            assert_eq!(written.to_data(), back.to_data(), "column {column}");
+        }
+        (batch, file)
+    }
+
+    fn encodings(file: &Bytes, column: usize) -> Vec<Encoding> {
+        let reader = SerializedFileReader::new(file.clone()).unwrap();
+        reader
+            .metadata()
+            .row_group(0)
+            .column(column)
+            .encodings()
+            .collect()
+    }
+
+    /// Integer key and sequence columns fall back from a small dictionary to delta encoding,
+    /// other key columns to plain, value columns keep Parquet's defaults; every column reads
+    /// back as written.
+    #[test]
+    fn key_and_sequence_columns_fall_back_to_delta_encoding_when_integers() {
+        let (_, file) = key_value_file(100_000);
+        for delta in [0, 2, 4] {
+            assert!(
+                encodings(&file, delta).contains(&Encoding::DELTA_BINARY_PACKED),
+                "column {delta}"
+            );
+        }
+        for other in [1, 3, 5, 6] {
+            assert!(
+                !encodings(&file, other).contains(&Encoding::DELTA_BINARY_PACKED),
+                "column {other}"
+            );
+        }
+        // 100,000 ascending ids: the 32 KiB dictionary of the first rows, then a few bits a
+        // value, where plain encoding takes 800,000 bytes.
+        let reader = SerializedFileReader::new(file).unwrap();
+        let size = reader.metadata().row_group(0).column(0).uncompressed_size();
+        assert!(size < 100_000, "{size}");
+    }
+
+    /// A file of fewer rows than the dictionary holds is encoded as before (and as Paimon's
+    /// writers encode it): its byte size steers compaction picks.
+    #[test]
+    fn small_files_keep_their_dictionary() {
+        let (_, file) = key_value_file(1_000);
+        for column in 0..7 {
+            assert!(
+                !encodings(&file, column).contains(&Encoding::DELTA_BINARY_PACKED),
+                "column {column}"
+            );
+            assert!(
+                encodings(&file, column).contains(&Encoding::RLE_DICTIONARY),
+                "column {column}"
+            );
+        }
+    }
 
     #[test]
     fn intersection_of_row_ranges() {
