@@ -19,7 +19,8 @@ use super::engine::Candidate;
 pub(super) struct RunCursor {
     /// Index of the batch in the output builder's store.
     pub(super) batch: usize,
-    rows: Rows,
+    /// The keys as rows; `None` when not needed and the sort keys are exact (see `try_new`).
+    rows: Option<Rows>,
     /// The [`sort_key`] of every row.
     sort_keys: Vec<u128>,
     /// `sort_keys[pos]` (while `pos < len`), kept inline for the tree's comparisons.
@@ -39,6 +40,11 @@ impl RunCursor {
     /// Converts the keys of a non-empty `batch` and validates the run's sort order within it
     /// and against `previous`, the run's preceding (exhausted) cursor, whose allocations are
     /// reused. `batch` is the new cursor's store index; set it once the batch is stored.
+    ///
+    /// Without `rows_needed`, a key of one integer column gets its sort keys straight from its
+    /// values and no `Rows` ([`integer_sort_keys`]): the row bytes are then never needed, since
+    /// such sort keys are exact. A merge that keeps keys as rows (an open group of the ordered
+    /// merge) needs them.
     pub(super) fn try_new(
         batch: &RecordBatch,
         converter: &RowConverter,
@@ -46,6 +52,7 @@ impl RunCursor {
         seq_column: usize,
         kind_column: usize,
         previous: Option<RunCursor>,
+        rows_needed: bool,
     ) -> Result<Self> {
         let len = batch.num_rows();
         if len == 0 {
@@ -57,23 +64,51 @@ impl RunCursor {
             .iter()
             .map(|&i| column(batch, i).cloned())
             .collect::<Result<Vec<_>>>()?;
-        let (rows, mut sort_keys, mut dups) = match previous {
-            None => (converter.convert_columns(&keys)?, Vec::new(), Vec::new()),
+        let (previous_rows, mut sort_keys, mut dups, previous_last) = match previous {
+            None => (None, Vec::new(), Vec::new(), None),
             Some(previous) => {
-                let last = previous.last().owned();
-                let (mut rows, mut sort_keys, mut dups) = (previous.rows, previous.sort_keys, previous.dups);
-                rows.clear();
-                converter.append(&mut rows, &keys)?;
-                if rows.row(0) < last.row() {
-                    return Err(DataFusionError::Execution(
-                        "merge: sorted run is not ordered by primary key across batches".into(),
-                    ));
-                }
-                sort_keys.clear();
-                dups.clear();
-                (rows, sort_keys, dups)
+                let last = previous.len - 1;
+                let last_sort_key = previous.sort_keys[last];
+                // the bytes only matter for a long key (see `cmp_sort_keys`)
+                let last_row = (last_sort_key & 0xFF == LONG)
+                    .then(|| previous.rows.as_ref().map(|rows| rows.row(last).owned()))
+                    .flatten();
+                (
+                    previous.rows,
+                    previous.sort_keys,
+                    previous.dups,
+                    Some((last_sort_key, last_row)),
+                )
             }
         };
+        sort_keys.clear();
+        dups.clear();
+        sort_keys.reserve(len);
+        let rows = if !rows_needed && integer_sort_keys(&keys, &mut sort_keys) {
+            None
+        } else {
+            let rows = match previous_rows {
+                Some(mut rows) => {
+                    rows.clear();
+                    converter.append(&mut rows, &keys)?;
+                    rows
+                }
+                None => converter.convert_columns(&keys)?,
+            };
+            sort_keys.extend(rows.iter().map(|row| sort_key(row.data())));
+            Some(rows)
+        };
+        if let Some((last_sort_key, last_row)) = previous_last {
+            let ordering = cmp_sort_keys(sort_keys[0], last_sort_key, || match (&rows, &last_row) {
+                (Some(rows), Some(last)) => rows.row(0).cmp(&last.row()),
+                _ => Ordering::Equal,
+            });
+            if ordering.is_lt() {
+                return Err(DataFusionError::Execution(
+                    "merge: sorted run is not ordered by primary key across batches".into(),
+                ));
+            }
+        }
 
         let seq = column(batch, seq_column)?;
         let seqs = seq
@@ -100,15 +135,14 @@ impl RunCursor {
             .values()
             .clone();
 
-        sort_keys.reserve(len);
-        sort_keys.extend(rows.iter().map(|row| sort_key(row.data())));
         // Differing sort keys order their rows exactly, so strictly increasing sort keys mean
         // sorted without duplicates; otherwise look at every pair (ties may need the bytes).
         let strictly_increasing = sort_keys.windows(2).all(|w| w[0] < w[1]);
         if !strictly_increasing {
             for i in 1..len {
-                let ordering = cmp_sort_keys(sort_keys[i], sort_keys[i - 1], || {
-                    rows.row(i).cmp(&rows.row(i - 1))
+                let ordering = cmp_sort_keys(sort_keys[i], sort_keys[i - 1], || match &rows {
+                    Some(rows) => rows.row(i).cmp(&rows.row(i - 1)),
+                    None => Ordering::Equal,
                 });
                 match ordering {
                     Ordering::Greater => {}
@@ -139,7 +173,7 @@ impl RunCursor {
     /// The key at the cursor position.
     #[inline]
     pub(super) fn current(&self) -> Row<'_> {
-        self.rows.row(self.pos)
+        self.key(self.pos)
     }
 
     /// The [`sort_key`] of the key at the cursor position.
@@ -165,7 +199,12 @@ impl RunCursor {
     /// The key at an arbitrary row of the current batch.
     #[inline]
     pub(super) fn key(&self, row: usize) -> Row<'_> {
-        self.rows.row(row)
+        // Only cursors built with `rows_needed` are asked for rows; the others have exact sort
+        // keys, which `cmp_sort_keys` never falls back from.
+        self.rows
+            .as_ref()
+            .expect("key rows are converted for every merge that reads them")
+            .row(row)
     }
 
     /// Compares the key at `row` with the key at `other_row` of `other`'s batch.
@@ -191,11 +230,6 @@ impl RunCursor {
     /// Ascending positions `i` whose key repeats the key at `i - 1` (usually none).
     pub(super) fn duplicates(&self) -> &[usize] {
         &self.dups
-    }
-
-    /// The last key of the batch.
-    pub(super) fn last(&self) -> Row<'_> {
-        self.rows.row(self.len - 1)
     }
 
     #[inline]
@@ -351,6 +385,52 @@ pub(crate) fn sort_key(data: &[u8]) -> u128 {
     padded | len as u128
 }
 
+/// The [`sort_key`]s of a key of one non-null integer column, computed from its values as
+/// they would be from its rows (a valid marker byte, then the value big-endian with the sign bit
+/// flipped), into `out`; `false` (nothing pushed) for other keys. Skips the row conversion and
+/// a pass over the row bytes: a `BIGINT` key's sort key is one shift and one `or`.
+pub(super) fn integer_sort_keys(keys: &[arrow::array::ArrayRef], out: &mut Vec<u128>) -> bool {
+    use arrow::datatypes::{DataType as T, *};
+    let [key] = keys else { return false };
+    if key.null_count() > 0 {
+        return false;
+    }
+    /// A sort key of a row of `width + 1` bytes: 0x01, then `encoded` (`width` bytes).
+    #[inline]
+    fn fixed(encoded: u64, width: u32) -> u128 {
+        (1u128 << 120) | (u128::from(encoded) << (120 - 8 * width)) | u128::from(width + 1)
+    }
+    macro_rules! push {
+        ($type:ty, $width:expr, |$v:ident| $encode:expr) => {{
+            let values = key.as_primitive::<$type>().values();
+            out.extend(values.iter().map(|&$v| fixed($encode, $width)));
+            true
+        }};
+    }
+    match key.data_type() {
+        T::Int8 => push!(Int8Type, 1, |v| u64::from(v as u8 ^ 0x80)),
+        T::Int16 => push!(Int16Type, 2, |v| u64::from(v as u16 ^ 0x8000)),
+        T::Int32 => push!(Int32Type, 4, |v| u64::from(v as u32 ^ 0x8000_0000)),
+        T::Date32 => push!(Date32Type, 4, |v| u64::from(v as u32 ^ 0x8000_0000)),
+        T::Int64 => push!(Int64Type, 8, |v| v as u64 ^ (1 << 63)),
+        T::Timestamp(TimeUnit::Second, _) => push!(TimestampSecondType, 8, |v| v as u64 ^ (1 << 63)),
+        T::Timestamp(TimeUnit::Millisecond, _) => {
+            push!(TimestampMillisecondType, 8, |v| v as u64 ^ (1 << 63))
+        }
+        T::Timestamp(TimeUnit::Microsecond, _) => {
+            push!(TimestampMicrosecondType, 8, |v| v as u64 ^ (1 << 63))
+        }
+        T::Timestamp(TimeUnit::Nanosecond, _) => {
+            push!(TimestampNanosecondType, 8, |v| v as u64 ^ (1 << 63))
+        }
+        T::UInt8 => push!(UInt8Type, 1, |v| u64::from(v)),
+        T::UInt16 => push!(UInt16Type, 2, |v| u64::from(v)),
+        T::UInt32 => push!(UInt32Type, 4, |v| u64::from(v)),
+        T::UInt64 => push!(UInt64Type, 8, |v| v),
+        _ => false,
+    }
+}
+
 /// Compares two rows by their [`sort_key`]s, falling back to `bytes` (comparing the rows'
 /// bytes) only for long rows with equal keys.
 #[inline]
@@ -411,7 +491,7 @@ mod tests {
             ],
         )?;
         let conv = RowConverter::new(vec![SortField::new(DataType::Int32)])?;
-        let c = RunCursor::try_new(&batch, &conv, &[0], 1, 2, None)?;
+        let c = RunCursor::try_new(&batch, &conv, &[0], 1, 2, None, true)?;
         Ok((c, conv))
     }
 
@@ -446,6 +526,60 @@ mod tests {
     }
 
     /// Sort keys must order byte strings exactly like comparing the bytes.
+    /// Sort keys computed from integer values equal those of the values' rows, for every type
+    /// with that path, at the extremes and in between; other keys take the rows' path.
+    #[test]
+    fn integer_sort_keys_equal_the_sort_keys_of_their_rows() {
+        use arrow::array::{
+            ArrayRef, Date32Array, Int16Array, StringArray, TimestampMicrosecondArray, UInt16Array,
+            UInt64Array, UInt8Array,
+        };
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int8Array::from(vec![i8::MIN, -1, 0, 1, i8::MAX])),
+            Arc::new(Int16Array::from(vec![i16::MIN, -300, 0, 300, i16::MAX])),
+            Arc::new(Int32Array::from(vec![i32::MIN, -70_000, -1, 0, 1, i32::MAX])),
+            Arc::new(Date32Array::from(vec![-719_162, 0, 20_000])),
+            Arc::new(Int64Array::from(vec![
+                i64::MIN,
+                -(1 << 40),
+                -1,
+                0,
+                1,
+                1 << 40,
+                i64::MAX,
+            ])),
+            Arc::new(
+                TimestampMicrosecondArray::from(vec![-1, 0, 1_700_000_000_000_000]).with_timezone("UTC"),
+            ),
+            Arc::new(UInt8Array::from(vec![0, 7, u8::MAX])),
+            Arc::new(UInt16Array::from(vec![0, 7, u16::MAX])),
+            Arc::new(UInt64Array::from(vec![0, 1 << 40, u64::MAX])),
+        ];
+        for column in columns {
+            let converter = RowConverter::new(vec![SortField::new(column.data_type().clone())]).unwrap();
+            let rows = converter.convert_columns(&[Arc::clone(&column)]).unwrap();
+            let from_rows: Vec<u128> = rows.iter().map(|row| super::sort_key(row.data())).collect();
+            let mut direct = Vec::new();
+            assert!(
+                super::integer_sort_keys(&[Arc::clone(&column)], &mut direct),
+                "{}",
+                column.data_type()
+            );
+            assert_eq!(direct, from_rows, "{}", column.data_type());
+        }
+        let mut out = Vec::new();
+        let strings: ArrayRef = Arc::new(StringArray::from(vec!["a"]));
+        let nullable: ArrayRef = Arc::new(Int64Array::from(vec![Some(1), None]));
+        let two: Vec<ArrayRef> = vec![
+            Arc::new(Int32Array::from(vec![1])),
+            Arc::new(Int32Array::from(vec![1])),
+        ];
+        assert!(!super::integer_sort_keys(&[strings], &mut out));
+        assert!(!super::integer_sort_keys(&[nullable], &mut out));
+        assert!(!super::integer_sort_keys(&two, &mut out));
+        assert!(out.is_empty());
+    }
+
     #[test]
     fn sort_key_order_matches_byte_order() {
         let mut samples: Vec<Vec<u8>> = vec![vec![], vec![0], vec![0, 0], vec![1], vec![1, 0], vec![255]];

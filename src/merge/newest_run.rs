@@ -136,6 +136,7 @@ impl NewestRuns {
                 o.seq_column,
                 o.kind_column,
                 self.spent[run].take(),
+                false,
             )
             .map_err(|e| e.context(format!("sorted run {run}")))?;
             self.metrics.input_rows.add(batch.num_rows());

@@ -200,6 +200,7 @@ impl<F: MergeFunction> MergeStream<F> {
             self.options.seq_column,
             self.options.kind_column,
             self.cursors[run].take(),
+            true,
         )
         .map_err(|e| e.context(format!("sorted run {run}")))?;
         self.input_rows += batch.num_rows();
