@@ -25,8 +25,8 @@ use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use arrow::array::{BooleanArray, RecordBatch};
-use arrow::compute::filter_record_batch;
+use arrow::array::{BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow::compute::FilterBuilder;
 use arrow::datatypes::SchemaRef;
 use arrow::row::RowConverter;
 use datafusion::common::Result;
@@ -243,12 +243,31 @@ impl NewestRuns {
             if kept == rows.num_rows() {
                 self.ready.push_back(rows);
             } else {
-                self.ready
-                    .push_back(filter_record_batch(&rows, &BooleanArray::from(keep))?);
+                self.ready.push_back(filter_rows(&rows, keep, kept)?);
             }
         }
         Ok(true)
     }
+}
+
+/// The rows of `batch` that `keep` marks (`kept` of them). A column of nulls only (a field the
+/// read does not decode) is sliced rather than filtered: it keeps its shared buffer.
+fn filter_rows(batch: &RecordBatch, keep: Vec<bool>, kept: usize) -> Result<RecordBatch> {
+    let predicate = FilterBuilder::new(&BooleanArray::from(keep)).optimize().build();
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|column| match column.null_count() == column.len() {
+            true => Ok(column.slice(0, kept)),
+            false => predicate.filter(column),
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let options = RecordBatchOptions::new().with_row_count(Some(kept));
+    Ok(RecordBatch::try_new_with_options(
+        batch.schema(),
+        columns,
+        &options,
+    )?)
 }
 
 /// Clears `keeps[r][i]` where key `i` of run `r` is held by a newer run, for keys that are all
@@ -395,7 +414,40 @@ fn clear_shared(
 
 #[cfg(test)]
 mod tests {
-    use super::{clear_shared_dense, clear_shared_exact};
+    use std::sync::Arc;
+
+    use arrow::array::{new_null_array, Array, Int64Array, RecordBatch};
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::{clear_shared_dense, clear_shared_exact, filter_rows};
+
+    /// Values are filtered; a column of nulls only is sliced, sharing its buffer.
+    #[test]
+    fn filtering_slices_columns_of_nulls() {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("v", DataType::Int64, true),
+        ]));
+        let nulls = new_null_array(&DataType::Int64, 5);
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int64Array::from(vec![1, 2, 3, 4, 5])),
+                Arc::clone(&nulls),
+            ],
+        )
+        .unwrap();
+        let kept = filter_rows(&batch, vec![true, false, true, false, true], 3).unwrap();
+        assert_eq!(
+            kept.column(0).as_ref(),
+            &Int64Array::from(vec![1, 3, 5]) as &dyn Array
+        );
+        assert_eq!((kept.column(1).len(), kept.column(1).null_count()), (3, 3));
+        assert_eq!(
+            kept.column(1).to_data().buffers()[0].as_ptr(),
+            nulls.to_data().buffers()[0].as_ptr()
+        );
+    }
 
     /// The two ways of clearing shadowed narrowed keys agree: the bitmap and the merge.
     #[test]

@@ -135,8 +135,19 @@ impl KeyRange {
     }
 
     /// The rows of `batch` whose `column` lies in the range (the batch itself if all do).
+    ///
+    /// `column` is the first key column of a sorted run, so it ascends: when its first and last
+    /// values lie in the range, so does every value between them, and the batch is kept without
+    /// comparing each row (only the batches that straddle a cut are compared row by row).
     pub(crate) fn filter(&self, batch: RecordBatch, column: usize) -> Result<RecordBatch> {
         let values = batch.column(column);
+        if batch.num_rows() > 0 && values.null_count() == 0 {
+            let first = ScalarValue::try_from_array(values, 0)?;
+            let last = ScalarValue::try_from_array(values, batch.num_rows() - 1)?;
+            if self.holds(&first)? && self.holds(&last)? {
+                return Ok(batch);
+            }
+        }
         let bound = |v: &ScalarValue| -> Result<Scalar<ArrayRef>> {
             Ok(Scalar::new(v.cast_to(values.data_type())?.to_array()?))
         };
@@ -159,6 +170,23 @@ impl KeyRange {
             Some(m) if m.true_count() < batch.num_rows() => Ok(filter_record_batch(&batch, &m)?),
             _ => Ok(batch),
         }
+    }
+
+    /// Whether `value` (of the key column's type) lies in the range; `false` when a bound does
+    /// not compare with it.
+    fn holds(&self, value: &ScalarValue) -> Result<bool> {
+        let compare = |bound: &ScalarValue| -> Result<Option<Ordering>> {
+            Ok(value.partial_cmp(&bound.cast_to(&value.data_type())?))
+        };
+        let above_lower = match &self.lower {
+            Some(lower) => compare(lower)?.is_some_and(Ordering::is_ge),
+            None => true,
+        };
+        let below_upper = match &self.upper {
+            Some(upper) => compare(upper)?.is_some_and(|o| o.is_lt() || (self.upper_inclusive && o.is_eq())),
+            None => true,
+        };
+        Ok(above_lower && below_upper)
     }
 
     /// `[lower, upper)` for `EXPLAIN`.
@@ -545,6 +573,47 @@ mod tests {
         assert_eq!(values, vec![2, 3]);
         assert_eq!(range(None, None).filter(batch.clone(), 0).unwrap().num_rows(), 5);
         assert_eq!(range(Some(5), None).filter(batch, 0).unwrap().num_rows(), 1);
+    }
+
+    /// A batch whose first and last keys lie in the range is kept whole (the same arrays, no
+    /// comparison kernel); one that straddles a bound is cut at it, an inclusive upper bound
+    /// included.
+    #[test]
+    fn a_batch_inside_the_range_is_kept_without_filtering() {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", ArrowType::Int32, false)]));
+        let batch = |keys: Vec<i32>| {
+            RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(Int32Array::from(keys))]).unwrap()
+        };
+        let keys = |b: &RecordBatch| {
+            b.column(0)
+                .as_any()
+                .downcast_ref::<Int32Array>()
+                .unwrap()
+                .values()
+                .to_vec()
+        };
+        let inside = batch(vec![10, 12, 19]);
+        let kept = range(Some(10), Some(20)).filter(inside.clone(), 0).unwrap();
+        assert!(Arc::ptr_eq(kept.column(0), inside.column(0)));
+        let straddling = batch(vec![8, 10, 15, 20, 21]);
+        assert_eq!(
+            keys(&range(Some(10), Some(20)).filter(straddling.clone(), 0).unwrap()),
+            vec![10, 15]
+        );
+        let inclusive = KeyRange {
+            upper_inclusive: true,
+            ..range(Some(10), Some(20))
+        };
+        assert_eq!(keys(&inclusive.filter(straddling, 0).unwrap()), vec![10, 15, 20]);
+        let upper_only = inclusive.filter(batch(vec![12, 20]), 0).unwrap();
+        assert_eq!(keys(&upper_only), vec![12, 20]);
+        assert_eq!(
+            range(Some(10), Some(20))
+                .filter(batch(vec![20, 30]), 0)
+                .unwrap()
+                .num_rows(),
+            0
+        );
     }
 
     #[test]
