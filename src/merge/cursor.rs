@@ -221,6 +221,13 @@ impl RunCursor {
         &self.sort_keys
     }
 
+    /// Whether the key is one integer column whose sort keys came from its values
+    /// ([`integer_sort_keys`]): each then has the same first byte and length tag.
+    #[inline]
+    pub(super) fn has_integer_key(&self) -> bool {
+        self.rows.is_none()
+    }
+
     /// Rows in the batch.
     #[inline]
     pub(super) fn len(&self) -> usize {

@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use arrow::array::{BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow::buffer::BooleanBuffer;
 use arrow::compute::FilterBuilder;
 use arrow::datatypes::SchemaRef;
 use arrow::row::RowConverter;
@@ -201,8 +202,10 @@ impl NewestRuns {
             .zip(&ends)
             .map(|((_, f), end)| &f.cursor.sort_keys()[f.pos..*end])
             .collect();
-        // (narrowed keys are exact: checked first, it saves the common case a pass)
-        if narrow_keys(&sort_keys, &mut self.narrow) {
+        // (narrowed keys are exact: checked first, it saves the common case a pass; a key of
+        // one integer column has the same first byte and length in every sort key)
+        let fixed = live.iter().all(|(_, f)| f.cursor.has_integer_key());
+        if narrow_keys(&sort_keys, fixed, &mut self.narrow) {
             let narrow: Vec<&[u64]> = self.narrow.iter().map(Vec::as_slice).collect();
             if !clear_shared_dense(&narrow, &mut keeps, &mut self.bits) {
                 clear_shared_exact(&narrow, &mut keeps, &mut self.seen_narrow);
@@ -217,43 +220,46 @@ impl NewestRuns {
                 }
             }
         }
+        // One pass per run builds its filter's bitmap: kept unless shadowed, and unless a
+        // retraction the view drops.
+        let keep_retracts = self.options.keep_retracts;
         let (mut shadowed, mut dropped) = (0, 0);
-        for (((_, front), end), keep) in live.iter().zip(&ends).zip(&mut keeps) {
-            shadowed += keep.iter().filter(|k| !**k).count();
-            if !self.options.keep_retracts {
-                for (k, kind) in keep.iter_mut().zip(&front.cursor.kinds()[front.pos..*end]) {
-                    if *k && is_retract(*kind) {
-                        *k = false;
-                        dropped += 1;
-                    }
-                }
-            }
-        }
-        self.metrics.rows_merged_away.add(shadowed);
-        self.metrics.retracts_dropped.add(dropped);
         let runs: Vec<usize> = live.iter().map(|(run, _)| *run).collect();
         for ((run, end), keep) in runs.into_iter().zip(ends).zip(keeps) {
             let front = self.fronts[run].as_mut().expect("a live run has a front");
-            let rows = front.batch.slice(front.pos, end - front.pos);
+            let (pos, rows) = (front.pos, end - front.pos);
             front.pos = end;
-            let kept = keep.iter().filter(|k| **k).count();
+            let survivors = keep.iter().filter(|k| **k).count();
+            shadowed += rows - survivors;
+            let mask = if keep_retracts {
+                BooleanBuffer::from(keep)
+            } else {
+                let kinds = &front.cursor.kinds()[pos..end];
+                BooleanBuffer::collect_bool(rows, |i| keep[i] & !is_retract(kinds[i]))
+            };
+            let kept = mask.count_set_bits();
+            dropped += survivors - kept;
             if kept == 0 {
                 continue;
             }
-            if kept == rows.num_rows() {
-                self.ready.push_back(rows);
-            } else {
-                self.ready.push_back(filter_rows(&rows, keep, kept)?);
-            }
+            let batch = front.batch.slice(pos, rows);
+            self.ready.push_back(match kept == rows {
+                true => batch,
+                false => filter_rows(&batch, mask, kept)?,
+            });
         }
+        self.metrics.rows_merged_away.add(shadowed);
+        self.metrics.retracts_dropped.add(dropped);
         Ok(true)
     }
 }
 
 /// The rows of `batch` that `keep` marks (`kept` of them). A column of nulls only (a field the
 /// read does not decode) is sliced rather than filtered: it keeps its shared buffer.
-fn filter_rows(batch: &RecordBatch, keep: Vec<bool>, kept: usize) -> Result<RecordBatch> {
-    let predicate = FilterBuilder::new(&BooleanArray::from(keep)).optimize().build();
+fn filter_rows(batch: &RecordBatch, keep: BooleanBuffer, kept: usize) -> Result<RecordBatch> {
+    let predicate = FilterBuilder::new(&BooleanArray::new(keep, None))
+        .optimize()
+        .build();
     let columns = batch
         .columns()
         .iter()
@@ -314,7 +320,9 @@ fn clear_shared_exact<K: Copy + Ord>(runs: &[&[K]], keeps: &mut [Vec<bool>], see
 /// `out` (one vector per run), when every row has the same length of at most 9 bytes and the
 /// same first byte (a non-null `BIGINT` key is a 9-byte row whose first byte marks it valid):
 /// the rest of the row then fits bytes 1..=8 of the sort key. Half the width per comparison.
-fn narrow_keys(runs: &[&[u128]], out: &mut Vec<Vec<u64>>) -> bool {
+///
+/// `fixed`: the caller knows every key to have the same first byte and length (skips checking).
+fn narrow_keys(runs: &[&[u128]], fixed: bool, out: &mut Vec<Vec<u64>>) -> bool {
     let Some(&first) = runs.iter().find_map(|keys| keys.first()) else {
         return false;
     };
@@ -323,9 +331,10 @@ fn narrow_keys(runs: &[&[u128]], out: &mut Vec<Vec<u64>>) -> bool {
     if first & 0xFF > 9 {
         return false;
     }
-    if !runs
-        .iter()
-        .all(|keys| keys.iter().all(|k| k & FIXED == first & FIXED))
+    if !fixed
+        && !runs
+            .iter()
+            .all(|keys| keys.iter().all(|k| k & FIXED == first & FIXED))
     {
         return false;
     }
@@ -419,6 +428,8 @@ mod tests {
     use arrow::array::{new_null_array, Array, Int64Array, RecordBatch};
     use arrow::datatypes::{DataType, Field, Schema};
 
+    use arrow::buffer::BooleanBuffer;
+
     use super::{clear_shared_dense, clear_shared_exact, filter_rows};
 
     /// Values are filtered; a column of nulls only is sliced, sharing its buffer.
@@ -437,7 +448,8 @@ mod tests {
             ],
         )
         .unwrap();
-        let kept = filter_rows(&batch, vec![true, false, true, false, true], 3).unwrap();
+        let keep = BooleanBuffer::from(vec![true, false, true, false, true]);
+        let kept = filter_rows(&batch, keep, 3).unwrap();
         assert_eq!(
             kept.column(0).as_ref(),
             &Int64Array::from(vec![1, 3, 5]) as &dyn Array

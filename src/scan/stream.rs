@@ -457,7 +457,10 @@ pub(crate) fn rowkind_strings(kinds: impl Iterator<Item = i8>) -> ArrayRef {
     }
     let rows = values.len() / 2;
     let offsets = OffsetBuffer::new((0..=rows as i32).map(|i| i * 2).collect::<ScalarBuffer<i32>>());
-    Arc::new(StringArray::new(offsets, Buffer::from_vec(values), None))
+    // SAFETY: the values are the ASCII names of `short_string`, two bytes each, and the offsets
+    // step by two: valid UTF-8 cut at character boundaries (checking it cost a `$audit_log`
+    // scan 2% of its time).
+    Arc::new(unsafe { StringArray::new_unchecked(offsets, Buffer::from_vec(values), None) })
 }
 
 #[cfg(test)]
