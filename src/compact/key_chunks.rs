@@ -22,6 +22,8 @@ use datafusion::execution::memory_pool::MemoryReservation;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 
+use crate::merge::partition_point;
+
 /// Records of several files in one batch, with the level each came from. Within a key the
 /// records keep the order of the files in the unit (oldest first).
 pub(super) struct Records {
@@ -206,20 +208,6 @@ impl<'a> KeyChunks<'a> {
         let batch = concat_batches(&self.schema, &pieces)?;
         Ok(Some(Records { batch, levels }))
     }
-}
-
-/// The first index in `from..to` where `below` is false (`below` holds for a prefix).
-fn partition_point(from: usize, to: usize, below: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (from, to);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if below(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
 }
 
 impl Drop for KeyChunks<'_> {

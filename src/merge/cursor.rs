@@ -332,16 +332,23 @@ pub(super) fn gallop(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usi
             break;
         }
     }
-    let (mut l, mut r) = (last_below + 1, above);
-    while l < r {
-        let mid = l + (r - l) / 2;
+    partition_point(last_below + 1, above, below)
+}
+
+/// The first index in `from..to` where `below` is false (`below` holds for a prefix), or `to`:
+/// a binary search over positions, for predicates that compare rows rather than slice items.
+#[inline]
+pub(crate) fn partition_point(from: usize, to: usize, below: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (from, to);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
         if below(mid) {
-            l = mid + 1;
+            lo = mid + 1;
         } else {
-            r = mid;
+            hi = mid;
         }
     }
-    l
+    lo
 }
 
 /// Marks a [`sort_key`] of a row longer than 15 bytes (not exact).
@@ -532,7 +539,6 @@ mod tests {
         }
     }
 
-    /// Sort keys must order byte strings exactly like comparing the bytes.
     /// Sort keys computed from integer values equal those of the values' rows, for every type
     /// with that path, at the extremes and in between; other keys take the rows' path.
     #[test]
@@ -587,6 +593,7 @@ mod tests {
         assert!(out.is_empty());
     }
 
+    /// Sort keys must order byte strings exactly like comparing the bytes.
     #[test]
     fn sort_key_order_matches_byte_order() {
         let mut samples: Vec<Vec<u8>> = vec![vec![], vec![0], vec![0, 0], vec![1], vec![1, 0], vec![255]];

@@ -21,7 +21,6 @@
 //! need key order, merge with [`super::stream`] instead. A sorted run holds each key at most once
 //! (semantics.md §4); should a batch repeat a key, its later record wins, as in the merge.
 
-use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::time::Instant;
 
@@ -34,7 +33,7 @@ use datafusion::common::Result;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 
-use super::cursor::{gallop, RunCursor, LONG};
+use super::cursor::{gallop, partition_point, RunCursor, LONG};
 use super::engine::is_retract;
 use super::stream::next_non_empty;
 use super::{MergeMetrics, MergeOptions};
@@ -173,15 +172,9 @@ impl NewestRuns {
         let ends: Vec<usize> = live
             .iter()
             .map(|(_, f)| {
-                let (mut lo, mut hi) = (f.pos, f.cursor.len());
-                while lo < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    match f.cursor.cmp_rows(mid, bound, bound_row) {
-                        Ordering::Greater => hi = mid,
-                        _ => lo = mid + 1,
-                    }
-                }
-                lo
+                partition_point(f.pos, f.cursor.len(), |row| {
+                    !f.cursor.cmp_rows(row, bound, bound_row).is_gt()
+                })
             })
             .collect();
         let mut keeps: Vec<Vec<bool>> = live
