@@ -425,17 +425,27 @@ impl PaimonSink {
                 return exec_err!("Table {} has dynamic buckets but no bucket assigner", self.table)
             }
         };
-        // Targets in order of first appearance.
+        // Targets in order of first appearance. A row usually goes where the row before it went
+        // (one bucket, or rows clustered by partition), which skips the hash lookup.
         let mut targets: Vec<PartitionBucket> = Vec::new();
         let mut target_of: HashMap<(u32, i32), u32> = HashMap::new();
+        let mut previous: Option<((u32, i32), u32)> = None;
         let row_target = row_partition
             .iter()
             .zip(&buckets)
             .map(|(p, b)| {
-                *target_of.entry((*p, *b)).or_insert_with(|| {
+                let key = (*p, *b);
+                if let Some((last, target)) = previous {
+                    if last == key {
+                        return target;
+                    }
+                }
+                let target = *target_of.entry(key).or_insert_with(|| {
                     targets.push((partitions[*p as usize].clone(), *b));
                     (targets.len() - 1) as u32
-                })
+                });
+                previous = Some((key, target));
+                target
             })
             .collect();
         Ok((targets, row_target))
@@ -630,15 +640,23 @@ impl DataSink for PaimonSink {
                 continue;
             }
             let (targets, row_target) = self.route(&routing, &batch, assigner.as_mut()).await?;
+            // One target takes the whole batch: no list of its rows.
             let mut target_rows: Vec<Vec<u32>> = vec![Vec::new(); targets.len()];
-            for (row, target) in row_target.iter().enumerate() {
-                target_rows[*target as usize].push(row as u32);
+            if targets.len() > 1 {
+                for (row, target) in row_target.iter().enumerate() {
+                    target_rows[*target as usize].push(row as u32);
+                }
             }
             for (group, rows) in targets.iter().zip(target_rows) {
+                let count = if targets.len() == 1 {
+                    batch.num_rows()
+                } else {
+                    rows.len()
+                };
                 let start = *next_seq.entry(group.clone()).or_insert(0);
-                next_seq.insert(group.clone(), start + rows.len() as i64);
-                let (part, part_kinds) = if rows.len() == batch.num_rows() {
-                    // The whole batch goes to one bucket (`rows` is then 0..n in order).
+                next_seq.insert(group.clone(), start + count as i64);
+                let (part, part_kinds) = if count == batch.num_rows() {
+                    // The whole batch goes to one bucket.
                     (batch.clone(), kinds.clone())
                 } else {
                     let rows = UInt32Array::from(rows);
