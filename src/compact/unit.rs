@@ -11,7 +11,6 @@
 //! anyway, §5.3); the changelog rows do not depend on it.
 
 use std::collections::BTreeMap;
-use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::{AsArray, RecordBatch, UInt32Array};
@@ -110,7 +109,7 @@ struct KeyGroups {
     /// Row numbers of the chunk, sorted by key.
     order: Vec<u32>,
     /// One range of `order` per key.
-    groups: Vec<Range<usize>>,
+    groups: crate::merge::row_sort::KeyRanges,
 }
 
 /// How one key's output row and changelog are formed, as `(source, row)` indices into the
@@ -400,7 +399,7 @@ impl BucketCompaction<'_> {
         groups
             .groups
             .iter()
-            .map(|g| &groups.order[g.clone()])
+            .map(|g| &groups.order[g])
             .filter(|rows| needs_lookup(records, rows))
             .map(|rows| rows[0])
             .collect()
@@ -439,7 +438,7 @@ impl BucketCompaction<'_> {
         let mut members: Vec<u32> = Vec::new();
         let mut offsets: Vec<usize> = vec![0];
         let mut plans: Vec<KeyPlan> = Vec::new();
-        for range in &groups.groups {
+        for range in groups.groups.iter() {
             let group: Vec<usize> = groups.order[range.clone()].iter().map(|&r| r as usize).collect();
             let mut reduce = |rows: &mut dyn Iterator<Item = usize>| {
                 members.extend(rows.map(|r| r as u32));
@@ -707,7 +706,7 @@ impl BucketCompaction<'_> {
 /// Sorts a chunk's rows by key and groups them.
 fn group_by_key(batch: &RecordBatch, converter: &RowConverter, key_columns: &[usize]) -> Result<KeyGroups> {
     let columns: Vec<_> = key_columns.iter().map(|&c| Arc::clone(batch.column(c))).collect();
-    let keys = converter.convert_columns(&columns)?;
+    let keys = crate::merge::row_sort::SortKeys::Rows(converter.convert_columns(&columns)?);
     let (order, groups) = crate::merge::row_sort::stable_key_groups(&keys);
     Ok(KeyGroups { order, groups })
 }

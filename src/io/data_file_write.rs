@@ -25,6 +25,8 @@ use crate::spec::{
 const KEY_FIELD_ID_START: i32 = 1_073_741_823;
 const SEQUENCE_FIELD_ID: i32 = 2_147_483_646;
 const VALUE_KIND_FIELD_ID: i32 = 2_147_483_645;
+/// Rows from which a write computes the file's statistics beside the encoding, not before it.
+const PARALLEL_STATS_MIN_ROWS: usize = 64 * 1024;
 /// Java's default `metadata.stats-mode` is `truncate(16)`.
 const STATS_TRUNCATE: usize = 16;
 
@@ -171,6 +173,7 @@ impl<'a> DataFileWriter<'a> {
             return Ok(());
         }
         let mut columns: Vec<ArrayRef> = Vec::new();
+        let mut key_columns_written: Vec<ArrayRef> = Vec::new();
         match (&rows.kv, self.kv) {
             (Some((seq, kind)), true) => {
                 let key_columns: Vec<ArrayRef> = self
@@ -189,7 +192,6 @@ impl<'a> DataFileWriter<'a> {
                     self.first_key = Some(key_at(0)?);
                 }
                 self.last_key = Some(key_at(n - 1)?);
-                self.key_stats.update(&key_columns)?;
                 if let (Some(lo), Some(hi)) = (
                     seq.values().iter().min().copied(),
                     seq.values().iter().max().copied(),
@@ -200,7 +202,8 @@ impl<'a> DataFileWriter<'a> {
                     });
                 }
                 self.deletes += kind.values().iter().filter(|k| **k == 1 || **k == 3).count() as i64;
-                columns.extend(key_columns);
+                columns.extend(key_columns.iter().cloned());
+                key_columns_written = key_columns;
                 columns.push(Arc::new(seq.clone()));
                 columns.push(Arc::new(kind.clone()));
             }
@@ -214,10 +217,34 @@ impl<'a> DataFileWriter<'a> {
         }
         columns.extend(rows.values.columns().iter().cloned());
         let batch = RecordBatch::try_new(Arc::clone(&self.file_schema), columns)?;
-        self.encoder
-            .write(&batch)
-            .map_err(|e| Error::FileFormat(e.message().to_string()))?;
-        self.value_stats.update(rows.values.columns())?;
+        // The statistics take a pass over every column: for a big write they are computed on a
+        // thread of their own while the encoder's threads work.
+        let (encoder, key_stats, value_stats) =
+            (&mut self.encoder, &mut self.key_stats, &mut self.value_stats);
+        let mut stats = || -> Result<()> {
+            if !key_columns_written.is_empty() {
+                key_stats.update(&key_columns_written)?;
+            }
+            value_stats.update(rows.values.columns())
+        };
+        let encode = |encoder: &mut FileEncoder| {
+            encoder
+                .write(&batch)
+                .map_err(|e| Error::FileFormat(e.message().to_string()))
+        };
+        if n < PARALLEL_STATS_MIN_ROWS {
+            stats()?;
+            encode(encoder)?;
+        } else {
+            std::thread::scope(|scope| -> Result<()> {
+                let stats = scope.spawn(stats);
+                let encoded = encode(encoder);
+                let stats = stats.join().map_err(|_| {
+                    Error::FileFormat(format!("Statistics of data file {} panicked", self.name))
+                })?;
+                encoded.and(stats)
+            })?;
+        }
         self.rows += n;
         Ok(())
     }
@@ -386,4 +413,99 @@ fn truncate_max(s: &str) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow::array::{Int64Array, StringArray};
+    use object_store::memory::InMemory;
+
+    fn table() -> TableSchema {
+        let json = r#"{"version":3,"id":0,"fields":[{"id":0,"name":"k","type":"BIGINT NOT NULL"},{"id":1,"name":"v","type":"STRING"}],"highestFieldId":1,"partitionKeys":[],"primaryKeys":["k"],"options":{},"timeMillis":0}"#;
+        TableSchema::from_json(json.as_bytes(), "schema-0").unwrap()
+    }
+
+    /// A write big enough to compute its statistics beside the encoding describes the file as
+    /// the same rows written in small pieces (statistics before the encoding) do.
+    #[tokio::test]
+    async fn statistics_beside_the_encoding_match_those_before_it() {
+        let schema = table();
+        let n = PARALLEL_STATS_MIN_ROWS as i64 + 1000;
+        let values = RecordBatch::try_new(
+            schema.arrow_schema(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(-5..n - 5)),
+                Arc::new(StringArray::from_iter(
+                    (0..n).map(|i| (i % 9 != 0).then(|| format!("v{}", i % 977))),
+                )),
+            ],
+        )
+        .unwrap();
+        let seqs = Int64Array::from_iter_values((0..n).map(|i| 100 + (i * 7) % n));
+        let kinds = Int8Array::from_iter_values((0..n).map(|i| if i % 10 == 3 { 3 } else { 0 }));
+        let io = FileIO::new(
+            Arc::new(InMemory::new()),
+            object_store::path::Path::from("t"),
+            "memory:///t".into(),
+        );
+
+        let mut whole = DataFileWriter::new("bucket-0", "data", 0, &schema, true).unwrap();
+        whole
+            .write(&DataFileRows {
+                values: values.clone(),
+                kv: Some((seqs.clone(), kinds.clone())),
+            })
+            .unwrap();
+        let mut pieces = DataFileWriter::new("bucket-0", "data", 0, &schema, true).unwrap();
+        let piece = 4096;
+        for offset in (0..n as usize).step_by(piece) {
+            let len = piece.min(n as usize - offset);
+            pieces
+                .write(&DataFileRows {
+                    values: values.slice(offset, len),
+                    kv: Some((seqs.slice(offset, len), kinds.slice(offset, len))),
+                })
+                .unwrap();
+        }
+        let (whole, pieces) = (
+            whole.finish(&io).await.unwrap(),
+            pieces.finish(&io).await.unwrap(),
+        );
+        assert_eq!(whole.row_count, n);
+        assert_eq!(
+            (
+                &whole.min_key,
+                &whole.max_key,
+                &whole.key_stats,
+                &whole.value_stats
+            ),
+            (
+                &pieces.min_key,
+                &pieces.max_key,
+                &pieces.key_stats,
+                &pieces.value_stats
+            )
+        );
+        assert_eq!(
+            (
+                whole.min_sequence_number,
+                whole.max_sequence_number,
+                whole.delete_row_count
+            ),
+            (100, 100 + n - 1, Some(n / 10 + i64::from(n % 10 > 3)))
+        );
+        assert_eq!(
+            (
+                pieces.min_sequence_number,
+                pieces.max_sequence_number,
+                pieces.delete_row_count
+            ),
+            (
+                whole.min_sequence_number,
+                whole.max_sequence_number,
+                whole.delete_row_count
+            )
+        );
+    }
 }

@@ -20,9 +20,9 @@ const PARALLEL_GATHER_MIN_ROWS: usize = 64 * 1024;
 /// The rows `indices` of `batches` (row `i` of them all is row `i - start` of the batch it
 /// falls in, counting the batches one after another), in that order, as one batch with the
 /// first batch's schema. At least one batch.
-pub(crate) fn gather(batches: &[&RecordBatch], indices: &[u32]) -> Result<RecordBatch> {
+pub(crate) fn gather(batches: &[&RecordBatch], indices: Vec<u32>) -> Result<RecordBatch> {
     let schema = batches[0].schema();
-    let indices = UInt32Array::from(indices.to_vec());
+    let indices = UInt32Array::from(indices);
     let column = |c: usize| -> Result<ArrayRef> {
         let pieces: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
         let whole = if pieces.len() == 1 {
@@ -110,7 +110,7 @@ mod tests {
                 &UInt32Array::from(indices.clone()),
             )
             .unwrap();
-            assert_eq!(gather(&refs, &indices).unwrap(), expected);
+            assert_eq!(gather(&refs, indices).unwrap(), expected);
         }
     }
 }

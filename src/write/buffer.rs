@@ -11,8 +11,8 @@ use datafusion::common::Result;
 
 use crate::io::DataFileRows;
 use crate::merge::gather::gather;
-use crate::merge::reduce::{fold_batches, keys_of_batches, GroupReducer};
-use crate::merge::row_sort::stable_key_order;
+use crate::merge::reduce::{fold_batches, GroupReducer};
+use crate::merge::row_sort::{stable_key_order, SortKeys};
 use crate::spec::{SEQUENCE_NUMBER, VALUE_KIND};
 
 /// Buffered rows of one bucket.
@@ -81,8 +81,8 @@ impl BucketBuffer {
         let Some(batches) = self.with_sequences_and_kinds()? else {
             return Ok(None);
         };
-        let order = stable_key_order(&keys_of_batches(&batches, key_columns)?);
-        let sorted = gather(&batches.iter().collect::<Vec<_>>(), &order)?;
+        let order = stable_key_order(&SortKeys::of_batches(&batches, key_columns)?);
+        let sorted = gather(&batches.iter().collect::<Vec<_>>(), order)?;
         Ok(Some(split_sequences_and_kinds(sorted)?))
     }
 

@@ -25,8 +25,9 @@ use std::sync::Arc;
 
 use arrow::array::{AsArray, Int8Array, RecordBatch, UInt32Array};
 use arrow::datatypes::Int8Type;
-use arrow::row::{RowConverter, Rows, SortField};
 use datafusion::common::Result;
+
+use crate::merge::row_sort::{stable_key_groups, KeyRanges, SortKeys};
 
 #[cfg(test)]
 pub(crate) use pick::PickReducer;
@@ -89,17 +90,21 @@ pub(crate) fn fold_batches(
     kind_column: usize,
     reducer: &dyn GroupReducer,
 ) -> Result<RecordBatch> {
-    let keys = keys_of_batches(batches, key_columns)?;
-    let total = keys.num_rows();
+    let keys = SortKeys::of_batches(batches, key_columns)?;
+    let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
     // A stable sort keeps each key's records in arrival order.
-    let (order, groups) = crate::merge::row_sort::stable_key_groups(&keys);
+    let (order, groups) = stable_key_groups(&keys);
 
+    let mut sources: Vec<&RecordBatch> = batches.iter().collect();
+    if let KeyRanges::Distinct(_) = groups {
+        return crate::merge::gather::gather(&sources, order);
+    }
     // Rows to output, numbered across `batches`; the row of group `g` is row `total + g`
     // (the reduced groups are gathered as a batch after them).
-    let mut indices: Vec<u32> = Vec::with_capacity(groups.len());
+    let mut indices: Vec<u32> = Vec::new();
     let mut members: Vec<u32> = Vec::new();
     let mut offsets: Vec<usize> = vec![0];
-    for run in groups {
+    for run in groups.iter() {
         if run.len() == 1 {
             indices.push(order[run.start]);
         } else {
@@ -108,34 +113,15 @@ pub(crate) fn fold_batches(
             offsets.push(members.len());
         }
     }
-    let mut sources: Vec<&RecordBatch> = batches.iter().collect();
     if members.is_empty() {
-        return crate::merge::gather::gather(&sources, &indices);
+        return crate::merge::gather::gather(&sources, indices);
     }
-    let gathered = crate::merge::gather::gather(&sources, &members)?;
+    let gathered = crate::merge::gather::gather(&sources, members)?;
     let reduced = reducer.reduce(&gathered, &offsets)?;
     let emit = emitted(&reduced, kind_column, true);
     indices.retain(|&i| (i as usize) < total || emit[i as usize - total]);
     sources.push(&reduced.batch);
-    crate::merge::gather::gather(&sources, &indices)
-}
-
-/// The keys (`key_columns`) of the rows of `batches` taken one after the other, in the row
-/// format (at least one batch).
-pub(crate) fn keys_of_batches(batches: &[RecordBatch], key_columns: &[usize]) -> Result<Rows> {
-    let converter = RowConverter::new(
-        key_columns
-            .iter()
-            .map(|&i| SortField::new(batches[0].column(i).data_type().clone()))
-            .collect(),
-    )?;
-    let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
-    let mut keys = converter.empty_rows(total, total * 8);
-    for batch in batches {
-        let columns: Vec<_> = key_columns.iter().map(|&i| Arc::clone(batch.column(i))).collect();
-        converter.append(&mut keys, &columns)?;
-    }
-    Ok(keys)
+    crate::merge::gather::gather(&sources, indices)
 }
 
 /// The row kinds of a batch as a slice (the kind column is non-null Int8).
