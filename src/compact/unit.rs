@@ -350,7 +350,7 @@ impl BucketCompaction<'_> {
         );
         let mut deleted_rows: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         while let Some(records) = chunks.next().await? {
-            let groups = group_by_key(&records.batch, &converter, &key_columns)?;
+            let groups = group_by_key(&records.batch, &key_columns)?;
             let hits = match lookup_files.as_mut() {
                 Some(files) => {
                     let wanted = UInt32Array::from(self.lookup_requests(&records, &groups));
@@ -703,10 +703,9 @@ impl BucketCompaction<'_> {
     }
 }
 
-/// Sorts a chunk's rows by key and groups them.
-fn group_by_key(batch: &RecordBatch, converter: &RowConverter, key_columns: &[usize]) -> Result<KeyGroups> {
-    let columns: Vec<_> = key_columns.iter().map(|&c| Arc::clone(batch.column(c))).collect();
-    let keys = crate::merge::row_sort::SortKeys::Rows(converter.convert_columns(&columns)?);
+/// Sorts a chunk's rows by key and groups them (a one-column integer key without rows).
+fn group_by_key(batch: &RecordBatch, key_columns: &[usize]) -> Result<KeyGroups> {
+    let keys = crate::merge::row_sort::SortKeys::of_batches(std::slice::from_ref(batch), key_columns)?;
     let (order, groups) = crate::merge::row_sort::stable_key_groups(&keys);
     Ok(KeyGroups { order, groups })
 }
