@@ -102,6 +102,7 @@ impl SortKeys {
 pub(crate) enum KeyRanges {
     /// Every key once: range `i` is `i..i + 1` (a write of distinct keys builds no list).
     Distinct(usize),
+    /// The ranges, some longer than one row.
     Ranges(Vec<Range<usize>>),
 }
 
