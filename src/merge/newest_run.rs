@@ -419,9 +419,8 @@ mod tests {
     use std::sync::Arc;
 
     use arrow::array::{new_null_array, Array, Int64Array, RecordBatch};
-    use arrow::datatypes::{DataType, Field, Schema};
-
     use arrow::buffer::BooleanBuffer;
+    use arrow::datatypes::{DataType, Field, Schema};
 
     use super::{clear_shared_dense, clear_shared_exact, filter_rows};
 

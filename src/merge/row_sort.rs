@@ -167,18 +167,8 @@ fn packed_order(keys: &SortKeys) -> Option<Vec<u64>> {
     if n > u32::MAX as usize {
         return None;
     }
-    let (any, all) = (0..n).fold((0u128, !0u128), |(any, all), i| {
-        let k = keys.tag(i);
-        (any | k, all & k)
-    });
-    // a row of more than 15 bytes has the tag byte `LONG` (0xFF); the tags of shorter rows
-    // (their lengths, at most 15) never OR up to it
-    if n > 0 && any & 0xFF == LONG {
-        return None;
-    }
-    let differing = any ^ all;
-    let bytes: Vec<u32> = (0..16).filter(|b| (differing >> (8 * b)) & 0xFF != 0).collect();
-    if bytes.len() > PACKED_MAX_BYTES {
+    let (bytes, any_long) = differing_bytes((0..n).map(|i| keys.tag(i)));
+    if any_long || bytes.len() > PACKED_MAX_BYTES {
         return None;
     }
     let pack = |k: u128| -> u64 {
@@ -251,11 +241,7 @@ fn sorted_tags(keys: &SortKeys) -> (Vec<(u128, u32)>, bool) {
 /// instead of a comparison sort; keys that differ in more than [`RADIX_MAX_BYTES`] bytes are
 /// handed back for the comparison sort.
 fn radix_sorted(tagged: Vec<(u128, u32)>) -> Result<Vec<(u128, u32)>, Vec<(u128, u32)>> {
-    let (any, all) = tagged
-        .iter()
-        .fold((0u128, !0u128), |(any, all), (k, _)| (any | k, all & k));
-    let differing = any ^ all;
-    let bytes: Vec<u32> = (0..16).filter(|b| (differing >> (8 * b)) & 0xFF != 0).collect();
+    let (bytes, _) = differing_bytes(tagged.iter().map(|(k, _)| *k));
     if bytes.len() > RADIX_MAX_BYTES {
         return Err(tagged);
     }
@@ -263,6 +249,16 @@ fn radix_sorted(tagged: Vec<(u128, u32)>) -> Result<Vec<(u128, u32)>, Vec<(u128,
     Ok(radix_by(tagged, &shifts, |(k, _), shift| {
         ((k >> shift) & 0xFF) as usize
     }))
+}
+
+/// The bytes (0 = least significant) in which some of the sort keys `tags` differ, and whether
+/// any key is longer than 15 bytes (its tag byte is `LONG`, 0xFF; the tags of shorter rows, their
+/// lengths up to 15, never OR up to it).
+fn differing_bytes(tags: impl Iterator<Item = u128>) -> (Vec<u32>, bool) {
+    let (any, all) = tags.fold((0u128, !0u128), |(any, all), k| (any | k, all & k));
+    let differing = any ^ all;
+    let bytes = (0..16).filter(|b| (differing >> (8 * b)) & 0xFF != 0).collect();
+    (bytes, any & 0xFF == LONG)
 }
 
 /// `from` sorted by a least-significant-digit radix sort: one stable counting pass per

@@ -3,6 +3,7 @@
 mod append_dml;
 mod buffer;
 mod cross_partition;
+mod routing;
 mod sink;
 mod sink_metrics;
 

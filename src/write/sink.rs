@@ -30,6 +30,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::buffer::BucketBuffer;
 use super::cross_partition::GlobalIndex;
+use super::routing::{BucketMode, RowRouting};
 use super::sink_metrics::SinkMetrics;
 use crate::compact::{CompactSettings, Compaction};
 use crate::dynamic_bucket::{AssignOptions, BucketAssigner};
@@ -42,7 +43,6 @@ use crate::merge::reduce::{GroupReducer, RetractPolicy};
 use crate::merge::MergeEngineSpec;
 use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};
 use crate::progress::StatementProgress;
-use crate::spec::bucket::{fixed_buckets, hash_binary_row};
 use crate::spec::{paths, row_kind, BinaryRow, FileKind, ManifestEntry, TableOptions, TableSchema};
 
 /// File name prefix of changelog files (data files start with `data`).
@@ -101,28 +101,6 @@ pub(crate) struct PaimonSink {
     /// `rowkind.field`: the STRING column holding each row's kind.
     rowkind_column: Option<usize>,
     metrics: SinkMetrics,
-}
-
-/// Column positions the sink needs, resolved once per statement.
-struct RowRouting {
-    key_columns: Vec<usize>,
-    partition_columns: Vec<usize>,
-    bucket_columns: Vec<usize>,
-    buckets: BucketMode,
-}
-
-/// How rows find their bucket.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum BucketMode {
-    /// `bucket = N`: hash of the bucket key modulo N.
-    Fixed(i32),
-    /// Bucket-unaware append tables: always bucket 0.
-    Unaware,
-    /// `bucket = -1` primary-key tables: the HASH index decides (`dynamic_bucket`).
-    Dynamic,
-    /// `bucket = -2` primary-key tables: every row goes to `bucket-postpone` until
-    /// `CALL sys.compact` assigns buckets (`compact::postpone`).
-    Postpone,
 }
 
 /// Default `write-buffer-size` of Paimon (256 MiB): the largest buffer is flushed as its own
@@ -364,93 +342,6 @@ impl PaimonSink {
             .collect()
     }
 
-    /// The (partition, bucket) targets of a batch and the index of every row's target.
-    /// Partition and bucket-key values are encoded as BinaryRows straight from the columns into
-    /// one reused buffer; dynamic buckets are assigned by `assigner`, which loads the index of
-    /// each partition the batch touches.
-    async fn route(
-        &self,
-        routing: &RowRouting,
-        batch: &RecordBatch,
-        assigner: Option<&mut BucketAssigner>,
-    ) -> Result<(Vec<PartitionBucket>, Vec<u32>)> {
-        let columns = |indices: &[usize]| -> Vec<&dyn Array> {
-            indices.iter().map(|c| batch.column(*c).as_ref()).collect()
-        };
-        let partition_columns = columns(&routing.partition_columns);
-        let bucket_columns = columns(&routing.bucket_columns);
-        let rows = batch.num_rows();
-        // Distinct partitions, and each row's.
-        let mut partitions: Vec<Vec<u8>> = Vec::new();
-        let mut row_partition: Vec<u32> = Vec::with_capacity(rows);
-        if partition_columns.is_empty() {
-            partitions.push(BinaryRow::encode(&[])?);
-            row_partition.resize(rows, 0);
-        } else {
-            let mut seen: HashMap<Vec<u8>, u32> = HashMap::new();
-            let mut buf = Vec::new();
-            for row in 0..rows {
-                BinaryRow::encode_columns(&partition_columns, row, &mut buf)?;
-                let index = match seen.get(buf.as_slice()) {
-                    Some(i) => *i,
-                    None => {
-                        let i = partitions.len() as u32;
-                        partitions.push(buf.clone());
-                        seen.insert(buf.clone(), i);
-                        i
-                    }
-                };
-                row_partition.push(index);
-            }
-        }
-        let buckets: Vec<i32> = match (routing.buckets, assigner) {
-            // One bucket: every row lands in it, no hash needed.
-            (BucketMode::Fixed(1), _) => vec![0; rows],
-            (BucketMode::Fixed(n), _) => fixed_buckets(batch, &routing.bucket_columns, n)?,
-            (BucketMode::Unaware, _) => vec![0; rows],
-            (BucketMode::Postpone, _) => vec![-2; rows],
-            (BucketMode::Dynamic, Some(assigner)) => {
-                for partition in &partitions {
-                    assigner.load(&self.meta, partition).await?;
-                }
-                let mut buf = Vec::new();
-                let mut buckets = Vec::with_capacity(rows);
-                for (row, p) in row_partition.iter().enumerate() {
-                    BinaryRow::encode_columns(&bucket_columns, row, &mut buf)?;
-                    buckets.push(assigner.assign(&partitions[*p as usize], hash_binary_row(&buf[4..]))?);
-                }
-                buckets
-            }
-            (BucketMode::Dynamic, None) => {
-                return exec_err!("Table {} has dynamic buckets but no bucket assigner", self.table)
-            }
-        };
-        // Targets in order of first appearance. A row usually goes where the row before it went
-        // (one bucket, or rows clustered by partition), which skips the hash lookup.
-        let mut targets: Vec<PartitionBucket> = Vec::new();
-        let mut target_of: HashMap<(u32, i32), u32> = HashMap::new();
-        let mut previous: Option<((u32, i32), u32)> = None;
-        let row_target = row_partition
-            .iter()
-            .zip(&buckets)
-            .map(|(p, b)| {
-                let key = (*p, *b);
-                if let Some((last, target)) = previous {
-                    if last == key {
-                        return target;
-                    }
-                }
-                let target = *target_of.entry(key).or_insert_with(|| {
-                    targets.push((partitions[*p as usize].clone(), *b));
-                    (targets.len() - 1) as u32
-                });
-                previous = Some((key, target));
-                target
-            })
-            .collect();
-        Ok((targets, row_target))
-    }
-
     /// Next sequence number of every bucket that already holds files.
     async fn next_sequences(&self) -> Result<HashMap<PartitionBucket, i64>> {
         let mut next = HashMap::new();
@@ -639,7 +530,9 @@ impl DataSink for PaimonSink {
             if batch.num_rows() == 0 {
                 continue;
             }
-            let (targets, row_target) = self.route(&routing, &batch, assigner.as_mut()).await?;
+            let (targets, row_target) = routing
+                .route(&batch, assigner.as_mut(), &self.meta, &self.table)
+                .await?;
             // One target takes the whole batch: no list of its rows.
             let mut target_rows: Vec<Vec<u32>> = vec![Vec::new(); targets.len()];
             if targets.len() > 1 {
