@@ -21,8 +21,13 @@ pub(super) struct RunCursor {
     pub(super) batch: usize,
     /// The keys as rows; `None` when not needed and the sort keys are exact (see `try_new`).
     rows: Option<Rows>,
-    /// The [`sort_key`] of every row.
+    /// The [`sort_key`] of every row; empty in a narrow cursor until [`RunCursor::widen`].
     sort_keys: Vec<u128>,
+    /// A narrow cursor's keys ([`KeyForm::Narrow`]): the values of a one-column integer key,
+    /// encoded to order as their rows do ([`integer_narrow_keys`]); else empty.
+    narrow: Vec<u64>,
+    /// The byte width of the narrow keys' type.
+    width: u32,
     /// `sort_keys[pos]` (while `pos < len`), kept inline for the tree's comparisons.
     head: u128,
     seqs: ScalarBuffer<i64>,
@@ -36,15 +41,24 @@ pub(super) struct RunCursor {
     next_dup: usize,
 }
 
+/// How a [`RunCursor`] holds its keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyForm {
+    /// Rows and their sort keys: a merge that keeps keys as rows (an open group of the ordered
+    /// merge) needs them.
+    Rows,
+    /// A key of one non-null integer column as its encoded values only
+    /// ([`integer_narrow_keys`]), without rows or sort keys until [`RunCursor::widen`]; other
+    /// keys as rows and sort keys.
+    Narrow,
+}
+
 impl RunCursor {
     /// Converts the keys of a non-empty `batch` and validates the run's sort order within it
     /// and against `previous`, the run's preceding (exhausted) cursor, whose allocations are
     /// reused. `batch` is the new cursor's store index; set it once the batch is stored.
     ///
-    /// Without `rows_needed`, a key of one integer column gets its sort keys straight from its
-    /// values and no `Rows` ([`integer_sort_keys`]): the row bytes are then never needed, since
-    /// such sort keys are exact. A merge that keeps keys as rows (an open group of the ordered
-    /// merge) needs them.
+    /// `form` says how the keys are held (see [`KeyForm`]).
     pub(super) fn try_new(
         batch: &RecordBatch,
         converter: &RowConverter,
@@ -52,7 +66,7 @@ impl RunCursor {
         seq_column: usize,
         kind_column: usize,
         previous: Option<RunCursor>,
-        rows_needed: bool,
+        form: KeyForm,
     ) -> Result<Self> {
         let len = batch.num_rows();
         if len == 0 {
@@ -64,11 +78,11 @@ impl RunCursor {
             .iter()
             .map(|&i| column(batch, i).cloned())
             .collect::<Result<Vec<_>>>()?;
-        let (previous_rows, mut sort_keys, mut dups, previous_last) = match previous {
-            None => (None, Vec::new(), Vec::new(), None),
+        let (previous_rows, mut sort_keys, mut narrow, mut dups, previous_last) = match previous {
+            None => (None, Vec::new(), Vec::new(), Vec::new(), None),
             Some(previous) => {
                 let last = previous.len - 1;
-                let last_sort_key = previous.sort_keys[last];
+                let last_sort_key = previous.sort_key(last);
                 // the bytes only matter for a long key (see `cmp_sort_keys`)
                 let last_row = (last_sort_key & 0xFF == LONG)
                     .then(|| previous.rows.as_ref().map(|rows| rows.row(last).owned()))
@@ -76,17 +90,23 @@ impl RunCursor {
                 (
                     previous.rows,
                     previous.sort_keys,
+                    previous.narrow,
                     previous.dups,
                     Some((last_sort_key, last_row)),
                 )
             }
         };
         sort_keys.clear();
+        narrow.clear();
         dups.clear();
-        sort_keys.reserve(len);
-        let rows = if !rows_needed && integer_sort_keys(&keys, &mut sort_keys) {
+        let width = match form {
+            KeyForm::Narrow => integer_narrow_keys(&keys, &mut narrow),
+            KeyForm::Rows => None,
+        };
+        let rows = if width.is_some() {
             None
         } else {
+            sort_keys.reserve(len);
             let rows = match previous_rows {
                 Some(mut rows) => {
                     rows.clear();
@@ -98,8 +118,13 @@ impl RunCursor {
             sort_keys.extend(rows.iter().map(|row| sort_key(row.data())));
             Some(rows)
         };
+        let width = width.unwrap_or(0);
+        let first_sort_key = match width {
+            0 => sort_keys[0],
+            _ => narrow_sort_key(narrow[0], width),
+        };
         if let Some((last_sort_key, last_row)) = previous_last {
-            let ordering = cmp_sort_keys(sort_keys[0], last_sort_key, || match (&rows, &last_row) {
+            let ordering = cmp_sort_keys(first_sort_key, last_sort_key, || match (&rows, &last_row) {
                 (Some(rows), Some(last)) => rows.row(0).cmp(&last.row()),
                 _ => Ordering::Equal,
             });
@@ -137,8 +162,17 @@ impl RunCursor {
 
         // Differing sort keys order their rows exactly, so strictly increasing sort keys mean
         // sorted without duplicates; otherwise look at every pair (ties may need the bytes).
-        let strictly_increasing = sort_keys.windows(2).all(|w| w[0] < w[1]);
-        if !strictly_increasing {
+        if width > 0 {
+            if !strictly_increasing(&narrow) {
+                for i in 1..len {
+                    match narrow[i].cmp(&narrow[i - 1]) {
+                        Ordering::Greater => {}
+                        Ordering::Equal => dups.push(i),
+                        Ordering::Less => return Err(unordered(i)),
+                    }
+                }
+            }
+        } else if !strictly_increasing(&sort_keys) {
             for i in 1..len {
                 let ordering = cmp_sort_keys(sort_keys[i], sort_keys[i - 1], || match &rows {
                     Some(rows) => rows.row(i).cmp(&rows.row(i - 1)),
@@ -147,20 +181,18 @@ impl RunCursor {
                 match ordering {
                     Ordering::Greater => {}
                     Ordering::Equal => dups.push(i),
-                    Ordering::Less => {
-                        return Err(DataFusionError::Execution(format!(
-                            "merge: sorted run is not ordered by primary key (batch row {i})"
-                        )))
-                    }
+                    Ordering::Less => return Err(unordered(i)),
                 }
             }
         }
 
         Ok(Self {
             batch: usize::MAX,
-            head: sort_keys[0],
+            head: first_sort_key,
             rows,
             sort_keys,
+            narrow,
+            width,
             seqs,
             kinds,
             pos: 0,
@@ -215,14 +247,38 @@ impl RunCursor {
         })
     }
 
-    /// The [`sort_key`] of every row of the batch.
+    /// The [`sort_key`] of every row of the batch (see [`RunCursor::widen`]).
     #[inline]
     pub(super) fn sort_keys(&self) -> &[u128] {
         &self.sort_keys
     }
 
-    /// Whether the key is one integer column whose sort keys came from its values
-    /// ([`integer_sort_keys`]): each then has the same first byte and length tag.
+    /// The [`sort_key`] of `row`, in either form.
+    fn sort_key(&self, row: usize) -> u128 {
+        match self.width {
+            0 => self.sort_keys[row],
+            width => narrow_sort_key(self.narrow[row], width),
+        }
+    }
+
+    /// A narrow cursor's keys ([`KeyForm::Narrow`]); `None` for others.
+    #[inline]
+    pub(super) fn narrow(&self) -> Option<&[u64]> {
+        (self.width > 0).then_some(self.narrow.as_slice())
+    }
+
+    /// Gives a narrow cursor the sort keys every cursor has otherwise, for the comparisons
+    /// that need them (a chunk that mixes narrow cursors with others).
+    pub(super) fn widen(&mut self) {
+        if self.width > 0 && self.sort_keys.is_empty() {
+            let width = self.width;
+            self.sort_keys
+                .extend(self.narrow.iter().map(|&n| narrow_sort_key(n, width)));
+        }
+    }
+
+    /// Whether the key is one integer column held narrow ([`KeyForm::Narrow`]): its sort keys,
+    /// once widened, have the same first byte and length tag.
     #[inline]
     pub(super) fn has_integer_key(&self) -> bool {
         self.rows.is_none()
@@ -399,50 +455,92 @@ pub(crate) fn sort_key(data: &[u8]) -> u128 {
     padded | len as u128
 }
 
+/// Runs `$emit` (an expression of `$encoded: u64` and `$width: u32`) over the values of a
+/// non-null integer column `$key`, each encoded to order as its row does (the value big-endian
+/// with the sign bit flipped), extending `$out`; `Some(width)`, or `None` (nothing pushed) for
+/// other columns.
+macro_rules! encode_integers {
+    ($key:expr, $out:expr, |$encoded:ident, $width:ident| $emit:expr) => {{
+        use arrow::datatypes::{DataType as T, *};
+        macro_rules! push {
+            ($type:ty, $w:expr, |$v:ident| $encode:expr) => {{
+                let $width: u32 = $w;
+                let values = $key.as_primitive::<$type>().values();
+                $out.extend(values.iter().map(|&$v| {
+                    let $encoded: u64 = $encode;
+                    $emit
+                }));
+                Some($width)
+            }};
+        }
+        match $key.data_type() {
+            T::Int8 => push!(Int8Type, 1, |v| u64::from(v as u8 ^ 0x80)),
+            T::Int16 => push!(Int16Type, 2, |v| u64::from(v as u16 ^ 0x8000)),
+            T::Int32 => push!(Int32Type, 4, |v| u64::from(v as u32 ^ 0x8000_0000)),
+            T::Date32 => push!(Date32Type, 4, |v| u64::from(v as u32 ^ 0x8000_0000)),
+            T::Int64 => push!(Int64Type, 8, |v| v as u64 ^ (1 << 63)),
+            T::Timestamp(TimeUnit::Second, _) => push!(TimestampSecondType, 8, |v| v as u64 ^ (1 << 63)),
+            T::Timestamp(TimeUnit::Millisecond, _) => {
+                push!(TimestampMillisecondType, 8, |v| v as u64 ^ (1 << 63))
+            }
+            T::Timestamp(TimeUnit::Microsecond, _) => {
+                push!(TimestampMicrosecondType, 8, |v| v as u64 ^ (1 << 63))
+            }
+            T::Timestamp(TimeUnit::Nanosecond, _) => {
+                push!(TimestampNanosecondType, 8, |v| v as u64 ^ (1 << 63))
+            }
+            T::UInt8 => push!(UInt8Type, 1, |v| u64::from(v)),
+            T::UInt16 => push!(UInt16Type, 2, |v| u64::from(v)),
+            T::UInt32 => push!(UInt32Type, 4, |v| u64::from(v)),
+            T::UInt64 => push!(UInt64Type, 8, |v| v),
+            _ => None,
+        }
+    }};
+}
+
+/// The [`sort_key`] of a row of `width + 1` bytes: 0x01 (valid), then `encoded` (`width`
+/// bytes), as [`integer_narrow_keys`] encodes a value.
+#[inline]
+fn narrow_sort_key(encoded: u64, width: u32) -> u128 {
+    (1u128 << 120) | (u128::from(encoded) << (120 - 8 * width)) | u128::from(width + 1)
+}
+
 /// The [`sort_key`]s of a key of one non-null integer column, computed from its values as
-/// they would be from its rows (a valid marker byte, then the value big-endian with the sign bit
-/// flipped), into `out`; `false` (nothing pushed) for other keys. Skips the row conversion and
-/// a pass over the row bytes: a `BIGINT` key's sort key is one shift and one `or`.
+/// they would be from its rows, into `out`; `false` (nothing pushed) for other keys. Skips the
+/// row conversion and a pass over the row bytes: a `BIGINT` key's sort key is one shift and
+/// one `or`.
 pub(super) fn integer_sort_keys(keys: &[arrow::array::ArrayRef], out: &mut Vec<u128>) -> bool {
-    use arrow::datatypes::{DataType as T, *};
     let [key] = keys else { return false };
     if key.null_count() > 0 {
         return false;
     }
-    /// A sort key of a row of `width + 1` bytes: 0x01, then `encoded` (`width` bytes).
-    #[inline]
-    fn fixed(encoded: u64, width: u32) -> u128 {
-        (1u128 << 120) | (u128::from(encoded) << (120 - 8 * width)) | u128::from(width + 1)
+    out.reserve(key.len());
+    encode_integers!(key, out, |encoded, width| narrow_sort_key(encoded, width)).is_some()
+}
+
+/// The keys of a one-column non-null integer key as `u64`s that order as their rows do, into
+/// `out`, and the type's byte width; `None` (nothing pushed) for other keys. Half the bytes of
+/// a sort key, and consecutive integers stay consecutive (dense keys index a bitmap).
+pub(super) fn integer_narrow_keys(keys: &[arrow::array::ArrayRef], out: &mut Vec<u64>) -> Option<u32> {
+    let [key] = keys else { return None };
+    if key.null_count() > 0 {
+        return None;
     }
-    macro_rules! push {
-        ($type:ty, $width:expr, |$v:ident| $encode:expr) => {{
-            let values = key.as_primitive::<$type>().values();
-            out.extend(values.iter().map(|&$v| fixed($encode, $width)));
-            true
-        }};
-    }
-    match key.data_type() {
-        T::Int8 => push!(Int8Type, 1, |v| u64::from(v as u8 ^ 0x80)),
-        T::Int16 => push!(Int16Type, 2, |v| u64::from(v as u16 ^ 0x8000)),
-        T::Int32 => push!(Int32Type, 4, |v| u64::from(v as u32 ^ 0x8000_0000)),
-        T::Date32 => push!(Date32Type, 4, |v| u64::from(v as u32 ^ 0x8000_0000)),
-        T::Int64 => push!(Int64Type, 8, |v| v as u64 ^ (1 << 63)),
-        T::Timestamp(TimeUnit::Second, _) => push!(TimestampSecondType, 8, |v| v as u64 ^ (1 << 63)),
-        T::Timestamp(TimeUnit::Millisecond, _) => {
-            push!(TimestampMillisecondType, 8, |v| v as u64 ^ (1 << 63))
-        }
-        T::Timestamp(TimeUnit::Microsecond, _) => {
-            push!(TimestampMicrosecondType, 8, |v| v as u64 ^ (1 << 63))
-        }
-        T::Timestamp(TimeUnit::Nanosecond, _) => {
-            push!(TimestampNanosecondType, 8, |v| v as u64 ^ (1 << 63))
-        }
-        T::UInt8 => push!(UInt8Type, 1, |v| u64::from(v)),
-        T::UInt16 => push!(UInt16Type, 2, |v| u64::from(v)),
-        T::UInt32 => push!(UInt32Type, 4, |v| u64::from(v)),
-        T::UInt64 => push!(UInt64Type, 8, |v| v),
-        _ => false,
-    }
+    out.reserve(key.len());
+    encode_integers!(key, out, |encoded, _width| encoded)
+}
+
+/// Whether every key is smaller than the next. Compares all pairs without stopping early,
+/// which vectorizes; a few thousand keys a batch.
+fn strictly_increasing<K: Copy + Ord>(keys: &[K]) -> bool {
+    keys.windows(2).fold(true, |ok, pair| ok & (pair[0] < pair[1]))
+}
+
+/// A batch whose row `row` has a smaller key than the row before it.
+fn unordered(row: usize) -> DataFusionError {
+    DataFusionError::Execution(format!(
+        "merge: sorted run is not ordered by primary key (batch row {row})"
+    ))
 }
 
 /// Compares two rows by their [`sort_key`]s, falling back to `bytes` (comparing the rows'
@@ -487,7 +585,7 @@ mod tests {
     use arrow::datatypes::{DataType, Field, Schema};
     use arrow::row::{RowConverter, SortField};
 
-    use super::{gallop, RunCursor};
+    use super::{gallop, KeyForm, RunCursor};
 
     fn cursor(keys: &[i32]) -> datafusion::common::Result<(RunCursor, RowConverter)> {
         let schema = Arc::new(Schema::new(vec![
@@ -505,7 +603,7 @@ mod tests {
             ],
         )?;
         let conv = RowConverter::new(vec![SortField::new(DataType::Int32)])?;
-        let c = RunCursor::try_new(&batch, &conv, &[0], 1, 2, None, true)?;
+        let c = RunCursor::try_new(&batch, &conv, &[0], 1, 2, None, KeyForm::Rows)?;
         Ok((c, conv))
     }
 
@@ -591,6 +689,47 @@ mod tests {
         assert!(!super::integer_sort_keys(&[nullable], &mut out));
         assert!(!super::integer_sort_keys(&two, &mut out));
         assert!(out.is_empty());
+    }
+
+    /// A narrow cursor holds the encoded values, finds duplicates and disorder as a cursor of
+    /// rows does, and once widened has the same sort keys.
+    #[test]
+    fn narrow_cursors_agree_with_cursors_of_rows() {
+        let keys = [-5, -1, 0, 0, 7, 1 << 20];
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int32, false),
+            Field::new("_SEQUENCE_NUMBER", DataType::Int64, false),
+            Field::new("_VALUE_KIND", DataType::Int8, false),
+        ]));
+        let batch = |keys: &[i32]| {
+            RecordBatch::try_new(
+                Arc::clone(&schema),
+                vec![
+                    Arc::new(Int32Array::from(keys.to_vec())),
+                    Arc::new(Int64Array::from(vec![1i64; keys.len()])),
+                    Arc::new(Int8Array::from(vec![0i8; keys.len()])),
+                ],
+            )
+            .unwrap()
+        };
+        let conv = RowConverter::new(vec![SortField::new(DataType::Int32)]).unwrap();
+        let rows = RunCursor::try_new(&batch(&keys), &conv, &[0], 1, 2, None, KeyForm::Rows).unwrap();
+        let mut narrow = RunCursor::try_new(&batch(&keys), &conv, &[0], 1, 2, None, KeyForm::Narrow).unwrap();
+        let encoded: Vec<u64> = keys.iter().map(|&k| u64::from(k as u32 ^ 0x8000_0000)).collect();
+        assert_eq!(narrow.narrow(), Some(encoded.as_slice()));
+        assert!(narrow.sort_keys().is_empty());
+        assert_eq!(narrow.duplicates(), rows.duplicates());
+        assert_eq!(narrow.head_sort_key(), rows.head_sort_key());
+        narrow.widen();
+        assert_eq!(narrow.sort_keys(), rows.sort_keys());
+        assert!(rows.narrow().is_none());
+        // the next batch of the run is checked against the last key of the narrow cursor
+        let err = RunCursor::try_new(&batch(&[3]), &conv, &[0], 1, 2, Some(narrow), KeyForm::Narrow)
+            .expect_err("behind the previous batch");
+        assert!(err.to_string().contains("not ordered"), "{err}");
+        let err = RunCursor::try_new(&batch(&[1, 0]), &conv, &[0], 1, 2, None, KeyForm::Narrow)
+            .expect_err("unsorted");
+        assert!(err.to_string().contains("batch row 1"), "{err}");
     }
 
     /// Sort keys must order byte strings exactly like comparing the bytes.

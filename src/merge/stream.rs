@@ -12,7 +12,7 @@ use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
 
 use super::builder::{GroupOutput, OutputBuilder};
-use super::cursor::{RunCursor, LONG};
+use super::cursor::{KeyForm, RunCursor, LONG};
 use super::engine::{MergeFunction, Outcome};
 use super::loser_tree::{Leaf, LoserTree};
 use super::reduce::GroupReducer;
@@ -200,7 +200,7 @@ impl<F: MergeFunction> MergeStream<F> {
             self.options.seq_column,
             self.options.kind_column,
             self.cursors[run].take(),
-            true,
+            KeyForm::Rows,
         )
         .map_err(|e| e.context(format!("sorted run {run}")))?;
         self.input_rows += batch.num_rows();

@@ -288,12 +288,21 @@ pub(crate) fn section_stream(
         batch_size,
     };
     let merged = match &ctx.engine {
-        Some(_) if newest_run_wins => newest_of_ordered_runs(
-            Arc::clone(&layout.schema),
-            streams,
-            options,
-            metrics.merge.clone(),
-        )?,
+        Some(_) if newest_run_wins => {
+            // A query reads the output's columns of the merged rows (`shape_output`), and their
+            // kinds where the view shows or keeps them.
+            let mut read_columns = ctx.output_columns.clone();
+            if ctx.with_rowkind || ctx.keep_retracts {
+                read_columns.push(layout.kind_index());
+            }
+            newest_of_ordered_runs(
+                Arc::clone(&layout.schema),
+                streams,
+                options,
+                metrics.merge.clone(),
+                Some(&read_columns),
+            )?
+        }
         Some(engine) => merge_runs(
             Arc::clone(&layout.schema),
             streams,
