@@ -19,6 +19,7 @@ use arrow::datatypes::{Int8Type, SchemaRef};
 use arrow::row::{RowConverter, SortField};
 use datafusion::common::{exec_datafusion_err, Result};
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
@@ -31,7 +32,7 @@ use crate::deletion_vector::DeletionVectorIndex;
 use crate::io::{DataFileRows, RollingFileWriter};
 use crate::merge::{is_retract, MergeEngineSpec};
 use crate::meta::{PartitionBucket, TableMeta};
-use crate::scan::{read_file, FileToRead, ReadLayout};
+use crate::scan::{decoded_ahead, read_file, FileToRead, ReadLayout};
 use crate::spec::{row_kind, DataFileMeta, FileKind, ManifestEntry, MergeEngine, TableSchema};
 
 /// `file_source` of files written by compaction.
@@ -82,6 +83,10 @@ pub(crate) struct BucketCompaction<'a> {
 /// Rows a compaction chunk asks for before it is merged: enough to amortise the per-chunk
 /// work, small enough to keep a unit's memory flat.
 const CHUNK_ROWS: usize = 65_536;
+
+/// Batches each file of a unit decodes ahead of the merge: about a chunk's worth, so that the
+/// next chunk is decoded while this one is merged and encoded.
+const DECODE_AHEAD: usize = 8;
 
 /// What every chunk of a unit is merged with.
 struct ChunkMerge<'a> {
@@ -303,10 +308,17 @@ impl BucketCompaction<'_> {
         } else {
             None
         };
+        // Each file decodes on a task of its own, a few batches ahead: the reads then run on
+        // another core while this task groups, merges and encodes.
         let mut sources = Vec::with_capacity(unit.len());
         for entry in unit {
+            let stream = self.file_stream(entry, &layout, true).await?;
+            let stream = decoded_ahead(
+                Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&layout.schema), stream)),
+                DECODE_AHEAD,
+            );
             sources.push(ChunkSource {
-                stream: self.file_stream(entry, &layout, true).await?,
+                stream: stream.boxed(),
                 level: entry.file.level,
             });
         }
@@ -438,8 +450,10 @@ impl BucketCompaction<'_> {
         let mut members: Vec<u32> = Vec::new();
         let mut offsets: Vec<usize> = vec![0];
         let mut plans: Vec<KeyPlan> = Vec::new();
+        let mut group: Vec<usize> = Vec::new();
         for range in groups.groups.iter() {
-            let group: Vec<usize> = groups.order[range.clone()].iter().map(|&r| r as usize).collect();
+            group.clear();
+            group.extend(groups.order[range.clone()].iter().map(|&r| r as usize));
             let mut reduce = |rows: &mut dyn Iterator<Item = usize>| {
                 members.extend(rows.map(|r| r as u32));
                 offsets.push(members.len());
@@ -449,15 +463,10 @@ impl BucketCompaction<'_> {
                 // plain and full-compaction merges: every record, lone records pass through;
                 // on lookup tables a high-level record is a complete state, so deeper copies
                 // of the key are ignored (semantics.md §3.4)
-                let group: Vec<usize> = if self.settings.lookup {
+                if self.settings.lookup {
                     let newest_high = group.iter().map(|&r| records.levels[r]).filter(|l| *l > 0).min();
-                    group
-                        .into_iter()
-                        .filter(|&r| records.levels[r] == 0 || Some(records.levels[r]) == newest_high)
-                        .collect()
-                } else {
-                    group
-                };
+                    group.retain(|&r| records.levels[r] == 0 || Some(records.levels[r]) == newest_high);
+                }
                 let output = if group.len() == 1 {
                     (0, group[0])
                 } else {
@@ -547,12 +556,24 @@ impl BucketCompaction<'_> {
             });
         }
 
-        // The reduced groups.
-        let reduced = if members.is_empty() {
-            combined.slice(0, 0)
-        } else {
-            let gathered = arrow::compute::take_record_batch(&combined, &UInt32Array::from(members))?;
-            engine.reducer.reduce(&gathered, &offsets)?.batch
+        // The reduced groups. An engine that picks one whole record per group (deduplicate,
+        // first-row) names it in `combined`, so nothing is gathered: its keys then output
+        // `(0, row)` instead of `(1, group)`.
+        let reduced = match engine.reducer.as_pick() {
+            _ if members.is_empty() => combined.slice(0, 0),
+            Some(pick) => {
+                let (winners, _) = pick.winners(&combined, members, &offsets)?;
+                for plan in &mut plans {
+                    if let Some((1, group)) = plan.output {
+                        plan.output = Some((0, winners[group] as usize));
+                    }
+                }
+                combined.slice(0, 0)
+            }
+            None => {
+                let gathered = arrow::compute::take_record_batch(&combined, &UInt32Array::from(members))?;
+                engine.reducer.reduce(&gathered, &offsets)?.batch
+            }
         };
         let reduced_kinds = reduced
             .column(kind_column)

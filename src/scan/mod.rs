@@ -25,3 +25,4 @@ pub(crate) use plan::{
 pub(crate) use row_selection::{file_key_units, StatsPruning};
 #[allow(unused_imports)]
 pub(crate) use split::{Split, SplitFile};
+pub(crate) use stream::decoded_ahead;

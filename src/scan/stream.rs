@@ -269,15 +269,18 @@ pub(crate) fn section_stream(
     let streams = runs
         .into_iter()
         .map(|files| {
-            decoded_ahead(run_stream(
-                ctx,
-                dir,
-                key_range.clone(),
-                files,
-                batch_size,
-                RunRead::for_merge(need_sequence),
-                metrics,
-            ))
+            decoded_ahead(
+                run_stream(
+                    ctx,
+                    dir,
+                    key_range.clone(),
+                    files,
+                    batch_size,
+                    RunRead::for_merge(need_sequence),
+                    metrics,
+                ),
+                RUN_DECODE_AHEAD,
+            )
         })
         .collect();
     let options = MergeOptions {
@@ -344,12 +347,13 @@ fn output_fields(ctx: &ScanContext) -> Arc<[usize]> {
 /// Batches a merged run may decode ahead of the merge.
 const RUN_DECODE_AHEAD: usize = 2;
 
-/// `run` decoded on a task of its own, at most [`RUN_DECODE_AHEAD`] batches ahead of its
-/// reader: the runs of one section then fetch and decode on every core while one partition
-/// merges them (a one-bucket table, or a key range too narrow to cut, is one partition).
-fn decoded_ahead(mut run: SendableRecordBatchStream) -> SendableRecordBatchStream {
+/// `run` decoded on a task of its own, at most `ahead` batches ahead of its reader: the runs
+/// of one section then fetch and decode on every core while one partition merges them (a
+/// one-bucket table, or a key range too narrow to cut, is one partition), and a compaction's
+/// files decode while it merges and encodes.
+pub(crate) fn decoded_ahead(mut run: SendableRecordBatchStream, ahead: usize) -> SendableRecordBatchStream {
     let schema = run.schema();
-    let mut builder = RecordBatchReceiverStream::builder(schema, RUN_DECODE_AHEAD);
+    let mut builder = RecordBatchReceiverStream::builder(schema, ahead);
     let tx = builder.tx();
     builder.spawn(async move {
         while let Some(batch) = run.next().await {

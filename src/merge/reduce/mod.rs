@@ -29,7 +29,6 @@ use datafusion::common::Result;
 
 use crate::merge::row_sort::{stable_key_groups, KeyRanges, SortKeys};
 
-#[cfg(test)]
 pub(crate) use pick::PickReducer;
 pub(crate) use spec::{EngineKind, MergeEngineSpec, RetractPolicy};
 
@@ -53,6 +52,12 @@ pub(crate) trait GroupReducer: Send + Sync + Debug {
     /// write buffer, order of arrival). The result has one row per group with `input`'s schema,
     /// the `_SEQUENCE_NUMBER` of the newest record and the engine's row kind.
     fn reduce(&self, input: &RecordBatch, offsets: &[usize]) -> Result<ReducedGroups>;
+
+    /// The reducer as one that picks a whole record per group (deduplicate, first-row), which
+    /// a caller can apply without gathering the groups' records ([`PickReducer::winners`]).
+    fn as_pick(&self) -> Option<&PickReducer> {
+        None
+    }
 }
 
 /// Rows of `reduced` to output: present, and not a retraction unless `keep_retracts`.

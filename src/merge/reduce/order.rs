@@ -48,6 +48,21 @@ pub(crate) fn merge_order(
     kind_column: usize,
     sequence_fields: Option<&SequenceFields>,
 ) -> Result<Vec<u32>> {
+    let rows = (0..input.num_rows() as u32).collect();
+    order_members(input, rows, offsets, seq_column, kind_column, sequence_fields)
+}
+
+/// [`merge_order`] for groups whose records are the rows `members` of `input` (group `g`
+/// being `members[offsets[g]..offsets[g + 1]]`, in arrival order) rather than consecutive rows:
+/// returns `members` with each group sorted, oldest first. No record is copied.
+pub(crate) fn order_members(
+    input: &RecordBatch,
+    members: Vec<u32>,
+    offsets: &[usize],
+    seq_column: usize,
+    kind_column: usize,
+    sequence_fields: Option<&SequenceFields>,
+) -> Result<Vec<u32>> {
     let seqs = input.column(seq_column).as_primitive::<Int64Type>().values();
     let kinds = kinds_of(input, kind_column).values();
     let user = match sequence_fields {
@@ -62,7 +77,7 @@ pub(crate) fn merge_order(
         }
         None => None,
     };
-    let mut order: Vec<u32> = (0..input.num_rows() as u32).collect();
+    let mut order = members;
     for window in offsets.windows(2) {
         let members = &mut order[window[0]..window[1]];
         // stable: equal records keep arrival order, so the later arrival is the newer
