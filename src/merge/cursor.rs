@@ -49,7 +49,8 @@ pub(crate) enum KeyForm {
     Rows,
     /// A key of one non-null integer column as its encoded values only
     /// ([`integer_narrow_keys`]), without rows or sort keys until [`RunCursor::widen`]; other
-    /// keys as rows and sort keys.
+    /// keys as rows and sort keys. For the newest-run merge, which compares slices of keys:
+    /// the loser tree's stepping (`advance`, `skip_to`) reads sort keys.
     Narrow,
 }
 
