@@ -361,6 +361,9 @@ impl BucketCompaction<'_> {
             target,
         );
         let mut deleted_rows: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        // A chunk's data rows are encoded on a thread of their own while the next chunk is
+        // merged here: the two take about as long.
+        let mut encode_next: Option<DataFileRows> = None;
         while let Some(records) = chunks.next().await? {
             let groups = group_by_key(&records.batch, &key_columns)?;
             let hits = match lookup_files.as_mut() {
@@ -378,7 +381,20 @@ impl BucketCompaction<'_> {
                 }
                 None => LookupHits::none(&layout),
             };
-            let merged = self.merge_chunk(&records, &groups, &hits, &merge)?;
+            let merged = std::thread::scope(|scope| {
+                let encoding = encode_next.take().map(|rows| {
+                    let data = &mut data;
+                    scope.spawn(move || data.encode(&rows))
+                });
+                let merged = self.merge_chunk(&records, &groups, &hits, &merge);
+                if let Some(encoding) = encoding {
+                    encoding.join().map_err(|_| {
+                        exec_datafusion_err!("encoding data files of {} panicked", self.dir)
+                    })??;
+                }
+                merged
+            })?;
+            data.store_closed().await?;
             if let Some(files) = &lookup_files {
                 for (file, row) in merged.deletions {
                     deleted_rows
@@ -388,11 +404,14 @@ impl BucketCompaction<'_> {
                 }
             }
             if let Some(rows) = merged.data {
-                data.write(&self.file_rows(&rows)?).await?;
+                encode_next = Some(self.file_rows(&rows)?);
             }
             if let Some(rows) = merged.changelog {
                 changelog.write(&self.file_rows(&rows)?).await?;
             }
+        }
+        if let Some(rows) = encode_next {
+            data.write(&rows).await?;
         }
         drop(chunks);
         drop(lookup_files);

@@ -20,6 +20,8 @@ pub(crate) struct RollingFileWriter<'a> {
     kv: bool,
     target_file_size: usize,
     open: Option<DataFileWriter<'a>>,
+    /// Files [`RollingFileWriter::encode`] closed, encoded but not yet stored.
+    closed: Vec<DataFileWriter<'a>>,
     written: Vec<DataFileMeta>,
 }
 
@@ -42,12 +44,21 @@ impl<'a> RollingFileWriter<'a> {
             kv,
             target_file_size: target_file_size.max(1),
             open: None,
+            closed: vec![],
             written: vec![],
         }
     }
 
     /// Appends `rows` (continuing the key order of earlier writes).
     pub(crate) async fn write(&mut self, rows: &DataFileRows) -> Result<()> {
+        self.encode(rows)?;
+        self.store_closed().await
+    }
+
+    /// Encodes `rows` (continuing the key order of earlier writes) into the open file, closing
+    /// it at the target size; closed files wait in memory for [`Self::store_closed`]. Encoding
+    /// needs no I/O, so a caller may run it on a thread of its own.
+    pub(crate) fn encode(&mut self, rows: &DataFileRows) -> Result<()> {
         let n = rows.values.num_rows();
         let mut offset = 0;
         while offset < n {
@@ -59,42 +70,43 @@ impl<'a> RollingFileWriter<'a> {
                     .as_ref()
                     .map(|(seq, kind)| (seq.slice(offset, len), kind.slice(offset, len))),
             };
-            self.write_slice(&slice).await?;
+            let file = match &mut self.open {
+                Some(file) => file,
+                None => self.open.insert(DataFileWriter::new(
+                    self.dir,
+                    self.prefix,
+                    self.level,
+                    self.schema,
+                    self.kv,
+                )?),
+            };
+            file.write(&slice)?;
+            if file.size() >= self.target_file_size {
+                self.close_open();
+            }
             offset += len;
         }
         Ok(())
     }
 
-    async fn write_slice(&mut self, rows: &DataFileRows) -> Result<()> {
-        let file = match &mut self.open {
-            Some(file) => file,
-            None => self.open.insert(DataFileWriter::new(
-                self.dir,
-                self.prefix,
-                self.level,
-                self.schema,
-                self.kv,
-            )?),
-        };
-        file.write(rows)?;
-        if file.size() >= self.target_file_size {
-            self.roll().await?;
+    /// Stores the files [`Self::encode`] closed.
+    pub(crate) async fn store_closed(&mut self) -> Result<()> {
+        for file in std::mem::take(&mut self.closed) {
+            self.written.push(file.finish(self.io).await?);
         }
         Ok(())
     }
 
-    async fn roll(&mut self) -> Result<()> {
-        if let Some(file) = self.open.take() {
-            if file.rows() > 0 {
-                self.written.push(file.finish(self.io).await?);
-            }
+    fn close_open(&mut self) {
+        if let Some(file) = self.open.take().filter(|file| file.rows() > 0) {
+            self.closed.push(file);
         }
-        Ok(())
     }
 
     /// Closes the open file and returns every file written, in key order.
     pub(crate) async fn finish(mut self) -> Result<Vec<DataFileMeta>> {
-        self.roll().await?;
+        self.close_open();
+        self.store_closed().await?;
         Ok(self.written)
     }
 }
