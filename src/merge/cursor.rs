@@ -278,13 +278,6 @@ impl RunCursor {
         }
     }
 
-    /// Whether the key is one integer column held narrow ([`KeyForm::Narrow`]): its sort keys,
-    /// once widened, have the same first byte and length tag.
-    #[inline]
-    pub(super) fn has_integer_key(&self) -> bool {
-        self.rows.is_none()
-    }
-
     /// Rows in the batch.
     #[inline]
     pub(super) fn len(&self) -> usize {

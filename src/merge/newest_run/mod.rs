@@ -262,10 +262,8 @@ fn shadow_sorted(fronts: &[&Front], scratch: &mut Scratch) -> (Vec<usize>, Vec<K
         .zip(&ends)
         .map(|(f, end)| &f.cursor.sort_keys()[f.pos..*end])
         .collect();
-    // (narrowed keys are exact: checked first, it saves the common case a pass; a key of
-    // one integer column has the same first byte and length in every sort key)
-    let fixed = fronts.iter().all(|f| f.cursor.has_integer_key());
-    if narrow_keys(&sort_keys, fixed, &mut scratch.narrow) {
+    // (narrowed keys are exact: checked first, they halve the width of each comparison)
+    if narrow_keys(&sort_keys, &mut scratch.narrow) {
         let narrow: Vec<&[u64]> = scratch.narrow.iter().map(Vec::as_slice).collect();
         if !clear_shared_dense(&narrow, &mut keeps, &mut scratch.bits) {
             clear_shared_exact(&narrow, &mut keeps, &mut scratch.seen_narrow);
@@ -381,9 +379,8 @@ impl Placeholders {
 /// `out` (one vector per run), when every row has the same length of at most 9 bytes and the
 /// same first byte (a non-null `BIGINT` key is a 9-byte row whose first byte marks it valid):
 /// the rest of the row then fits bytes 1..=8 of the sort key. Half the width per comparison.
-///
-/// `fixed`: the caller knows every key to have the same first byte and length (skips checking).
-fn narrow_keys(runs: &[&[u128]], fixed: bool, out: &mut Vec<Vec<u64>>) -> bool {
+/// (A chunk whose keys are all one integer column is held narrow already: [`shadow_narrow`].)
+fn narrow_keys(runs: &[&[u128]], out: &mut Vec<Vec<u64>>) -> bool {
     let Some(&first) = runs.iter().find_map(|keys| keys.first()) else {
         return false;
     };
@@ -392,10 +389,9 @@ fn narrow_keys(runs: &[&[u128]], fixed: bool, out: &mut Vec<Vec<u64>>) -> bool {
     if first & 0xFF > 9 {
         return false;
     }
-    if !fixed
-        && !runs
-            .iter()
-            .all(|keys| keys.iter().all(|k| k & FIXED == first & FIXED))
+    if !runs
+        .iter()
+        .all(|keys| keys.iter().all(|k| k & FIXED == first & FIXED))
     {
         return false;
     }
