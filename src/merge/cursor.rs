@@ -365,7 +365,7 @@ impl RunCursor {
 /// The first index in `[lo, hi)` where `below` is false (`below` holds for a prefix), or `hi`:
 /// exponential steps from `lo`, then a binary search.
 #[inline]
-pub(super) fn gallop(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usize {
+pub(crate) fn gallop(lo: usize, hi: usize, below: impl Fn(usize) -> bool) -> usize {
     if lo >= hi || !below(lo) {
         return lo;
     }
@@ -515,7 +515,7 @@ pub(super) fn integer_sort_keys(keys: &[arrow::array::ArrayRef], out: &mut Vec<u
 /// The keys of a one-column non-null integer key as `u64`s that order as their rows do, into
 /// `out`, and the type's byte width; `None` (nothing pushed) for other keys. Half the bytes of
 /// a sort key, and consecutive integers stay consecutive (dense keys index a bitmap).
-pub(super) fn integer_narrow_keys(keys: &[arrow::array::ArrayRef], out: &mut Vec<u64>) -> Option<u32> {
+pub(crate) fn integer_narrow_keys(keys: &[arrow::array::ArrayRef], out: &mut Vec<u64>) -> Option<u32> {
     let [key] = keys else { return None };
     if key.null_count() > 0 {
         return None;

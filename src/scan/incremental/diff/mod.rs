@@ -13,19 +13,28 @@
 //!
 //! When the end side holds only the files the end state adds, all newer than the start state
 //! ([`StartOnly::Unchanged`], plan.rs `newer_files_only`), a key only in the start side is
-//! unchanged rather than removed: it gives nothing, and the walk ends with the end side.
+//! unchanged rather than removed: it gives nothing, so the walk skips such keys by search, and
+//! ends with the end side.
 //!
-//! Retract rows are dropped later for the plain table. Keys are compared as arrow-row bytes
-//! (the merge's order); values as arrow-row bytes of every column. Each side is read, merged and
-//! encoded into rows on a task of its own, so the two states use two cores while this stream
-//! walks them. Output rows are gathered with `interleave` a batch at a time.
+//! Retract rows are dropped later for the plain table. Keys are compared in the merge's order
+//! ([`keys`]). Values are compared only for keys both sides hold: the walk pairs them, and a
+//! batch's pairs are compared a column at a time when the batch is built ([`values`]), so the
+//! rows of keys one side lacks are never compared. Each side is read, merged and its keys
+//! encoded on a task of its own, so the two states use two cores while this stream walks them.
+//! Output rows are gathered with `interleave` a batch at a time.
+
+mod keys;
+mod values;
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, Int8Array, RecordBatch, RecordBatchOptions};
-use arrow::compute::interleave;
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Int8Array, RecordBatch, RecordBatchOptions, UInt32Array,
+};
+use arrow::buffer::{BooleanBuffer, ScalarBuffer};
+use arrow::compute::{filter_record_batch, interleave, take};
 use arrow::datatypes::{Int8Type, SchemaRef};
-use arrow::row::{RowConverter, Rows, SortField};
+use arrow::row::{RowConverter, SortField};
 use datafusion::common::runtime::SpawnedTask;
 use datafusion::common::Result;
 use datafusion::execution::SendableRecordBatchStream;
@@ -33,6 +42,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 
+use self::keys::KeyColumn;
 use crate::merge::is_retract;
 use crate::spec::row_kind;
 
@@ -70,6 +80,7 @@ pub(super) fn diff_stream(
         store: Vec::new(),
         picks: Vec::new(),
         kinds: Vec::new(),
+        pairs: Vec::new(),
         columns,
         schema: Arc::clone(&schema),
         batch_size: batch_size.max(1),
@@ -80,36 +91,37 @@ pub(super) fn diff_stream(
     Ok(Box::pin(RecordBatchStreamAdapter::new(schema, output)))
 }
 
-/// A batch of one side with its key rows, value rows and kinds.
-type Encoded = (RecordBatch, Rows, Rows, Vec<i8>);
+/// A batch of one side with its keys and kinds.
+type Encoded = (RecordBatch, KeyColumn, ScalarBuffer<i8>);
 
-/// The batches of `input` with their rows, encoded on a spawned task (aborted when the stream
+/// The batches of `input` with their keys, encoded on a spawned task (aborted when the stream
 /// is dropped) a couple of batches ahead of the walk.
 fn encoded_side(
     mut input: SendableRecordBatchStream,
     columns: &DiffColumns,
 ) -> Result<BoxStream<'static, Result<Encoded>>> {
     let schema = input.schema();
-    let converter = |cols: &[usize]| {
-        RowConverter::new(
-            cols.iter()
-                .map(|c| SortField::new(schema.field(*c).data_type().clone()))
-                .collect(),
-        )
-    };
-    let (keys, values) = (converter(&columns.keys)?, converter(&columns.values)?);
+    let converter = RowConverter::new(
+        columns
+            .keys
+            .iter()
+            .map(|c| SortField::new(schema.field(*c).data_type().clone()))
+            .collect(),
+    )?;
     let columns = columns.clone();
     let encode = move |batch: RecordBatch| -> Result<Encoded> {
-        let project =
-            |cols: &[usize]| -> Vec<ArrayRef> { cols.iter().map(|c| Arc::clone(batch.column(*c))).collect() };
-        let key_rows = keys.convert_columns(&project(&columns.keys))?;
-        let value_rows = values.convert_columns(&project(&columns.values))?;
+        let key_columns: Vec<ArrayRef> = columns
+            .keys
+            .iter()
+            .map(|c| Arc::clone(batch.column(*c)))
+            .collect();
+        let keys = KeyColumn::new(&key_columns, &converter)?;
         let kinds = batch
             .column(columns.kind)
             .as_primitive::<Int8Type>()
             .values()
-            .to_vec();
-        Ok((batch, key_rows, value_rows, kinds))
+            .clone();
+        Ok((batch, keys, kinds))
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Encoded>>(2);
     let task = SpawnedTask::spawn(async move {
@@ -130,17 +142,16 @@ fn encoded_side(
 /// One input with its current batch.
 struct Side {
     input: BoxStream<'static, Result<Encoded>>,
-    /// Current batch: its index in the store, key rows, value rows, kinds.
     current: Option<Current>,
     pos: usize,
     done: bool,
 }
 
+/// The batch a side is walking: its index in the store, keys and kinds.
 struct Current {
     store: usize,
-    keys: Rows,
-    values: Rows,
-    kinds: Vec<i8>,
+    keys: KeyColumn,
+    kinds: ScalarBuffer<i8>,
 }
 
 impl Side {
@@ -158,6 +169,13 @@ impl Side {
     }
 }
 
+/// A key both sides hold with the same add-ness: pending output row `pick` (the end row) is
+/// kept only if its values differ from the start row at (store index, row) `before`.
+struct Pair {
+    pick: usize,
+    before: (usize, usize),
+}
+
 struct DiffState {
     start_only: StartOnly,
     before: Side,
@@ -168,6 +186,8 @@ struct DiffState {
     picks: Vec<(usize, usize)>,
     /// Kind of each pending output row.
     kinds: Vec<i8>,
+    /// Pending output rows whose values are still to be compared.
+    pairs: Vec<Pair>,
     columns: DiffColumns,
     schema: SchemaRef,
     batch_size: usize,
@@ -176,8 +196,14 @@ struct DiffState {
 impl DiffState {
     async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         loop {
-            if self.picks.len() >= self.batch_size {
-                return self.emit().map(Some);
+            let inputs_ended =
+                !self.before.has_row() && !self.after.has_row() && self.before.done && self.after.done;
+            if self.picks.len() >= self.batch_size || (inputs_ended && !self.picks.is_empty()) {
+                let batch = self.emit()?;
+                if batch.num_rows() > 0 {
+                    return Ok(Some(batch));
+                }
+                continue;
             }
             self.refill(false).await?;
             let after_ended = self.after.done && !self.after.has_row();
@@ -189,11 +215,10 @@ impl DiffState {
                 self.refill(true).await?;
             }
             if !self.before.has_row() && !self.after.has_row() {
-                return if self.picks.is_empty() {
-                    Ok(None)
-                } else {
-                    self.emit().map(Some)
-                };
+                if self.picks.is_empty() {
+                    return Ok(None);
+                }
+                continue;
             }
             self.walk();
         }
@@ -206,18 +231,16 @@ impl DiffState {
             match side.input.next().await {
                 None => side.done = true,
                 Some(item) => {
-                    let (batch, keys, values, kinds) = item?;
+                    let (batch, keys, kinds) = item?;
                     if batch.num_rows() == 0 {
                         continue;
                     }
-                    let current = Current {
+                    side.current = Some(Current {
                         store: self.store.len(),
                         keys,
-                        values,
                         kinds,
-                    };
+                    });
                     self.store.push(batch);
-                    side.current = Some(current);
                     side.pos = 0;
                 }
             }
@@ -225,7 +248,7 @@ impl DiffState {
         Ok(())
     }
 
-    /// Compares rows until a side's batch ends or the output is full.
+    /// Compares keys until a side's batch ends or the output is full.
     fn walk(&mut self) {
         while self.picks.len() < self.batch_size {
             let (b, a) = (self.before.has_row(), self.after.has_row());
@@ -236,18 +259,24 @@ impl DiffState {
                 let bc = self.before.current.as_ref().expect("has a row");
                 let ac = self.after.current.as_ref().expect("has a row");
                 let (bp, ap) = (self.before.pos, self.after.pos);
-                match bc.keys.row(bp).cmp(&ac.keys.row(ap)) {
+                match bc.keys.cmp(bp, &ac.keys, ap) {
+                    std::cmp::Ordering::Less if self.start_only == StartOnly::Unchanged => {
+                        // Unchanged keys give nothing: skip to the end side's key.
+                        self.before.pos = bc.keys.seek(bp + 1, bc.kinds.len(), &ac.keys, ap);
+                    }
                     std::cmp::Ordering::Less => self.before_only(),
                     std::cmp::Ordering::Greater => self.after_only(),
                     std::cmp::Ordering::Equal => {
-                        let same = bc.values.row(bp) == ac.values.row(ap)
-                            && is_retract(bc.kinds[bp]) == is_retract(ac.kinds[ap]);
+                        let same_addness = is_retract(bc.kinds[bp]) == is_retract(ac.kinds[ap]);
+                        let before = (bc.store, bp);
                         self.before.pos += 1;
-                        if same {
-                            self.after.pos += 1;
-                        } else {
-                            self.after_only();
+                        if same_addness {
+                            self.pairs.push(Pair {
+                                pick: self.picks.len(),
+                                before,
+                            });
                         }
+                        self.after_only();
                     }
                 }
             } else if b {
@@ -284,7 +313,8 @@ impl DiffState {
         self.after.pos += 1;
     }
 
-    /// Builds the pending rows, then keeps only the batches still being read.
+    /// Builds the pending rows, drops the paired ones whose values did not change, then keeps
+    /// only the batches still being read.
     fn emit(&mut self) -> Result<RecordBatch> {
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
         for c in 0..self.schema.fields().len() {
@@ -292,12 +322,13 @@ impl DiffState {
                 columns.push(Arc::new(Int8Array::from(std::mem::take(&mut self.kinds))));
                 continue;
             }
-            let arrays: Vec<&dyn Array> = self.store.iter().map(|b| b.column(c).as_ref()).collect();
-            columns.push(interleave(&arrays, &self.picks)?);
+            columns.push(interleave(&self.stored_columns(c), &self.picks)?);
         }
         let options = RecordBatchOptions::new().with_row_count(Some(self.picks.len()));
         let batch = RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns, &options)?;
+        let batch = self.drop_unchanged(batch)?;
         self.picks.clear();
+        self.pairs.clear();
         let old = std::mem::take(&mut self.store);
         for side in [&mut self.before, &mut self.after] {
             match &mut side.current {
@@ -310,6 +341,36 @@ impl DiffState {
             }
         }
         Ok(batch)
+    }
+
+    /// Column `c` of every stored batch.
+    fn stored_columns(&self, c: usize) -> Vec<&dyn Array> {
+        self.store.iter().map(|b| b.column(c).as_ref()).collect()
+    }
+
+    /// `batch` (the pending rows) without the paired rows whose values equal their start row.
+    fn drop_unchanged(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        if self.pairs.is_empty() {
+            return Ok(batch);
+        }
+        let starts: Vec<(usize, usize)> = self.pairs.iter().map(|p| p.before).collect();
+        let ends = UInt32Array::from_iter_values(self.pairs.iter().map(|p| p.pick as u32));
+        let mut before = Vec::with_capacity(self.columns.values.len());
+        let mut after = Vec::with_capacity(self.columns.values.len());
+        for &c in &self.columns.values {
+            before.push(interleave(&self.stored_columns(c), &starts)?);
+            after.push(take(batch.column(c), &ends, None)?);
+        }
+        let differ = values::differing(&before, &after, self.pairs.len())?;
+        if differ.count_set_bits() == self.pairs.len() {
+            return Ok(batch);
+        }
+        let mut keep = vec![true; batch.num_rows()];
+        for (pair, differs) in self.pairs.iter().zip(differ.iter()) {
+            keep[pair.pick] = differs;
+        }
+        let keep = BooleanArray::new(BooleanBuffer::from(keep), None);
+        Ok(filter_record_batch(&batch, &keep)?)
     }
 }
 
@@ -444,5 +505,168 @@ mod tests {
             );
         }
         assert_eq!(diff_as(before, &[], StartOnly::Unchanged, 4).await, "++\n++");
+    }
+}
+
+/// The diff against a model over random states: integer keys (compared as narrow keys) and
+/// string keys (as rows), split into batches at random, in both start-only modes.
+#[cfg(test)]
+mod model_tests {
+    use super::*;
+    use arrow::array::{Int64Array, StringArray};
+    use arrow::datatypes::{DataType, Field, Schema};
+    use futures::TryStreamExt;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use std::collections::BTreeMap;
+
+    /// key → (value, kind); a value of `None` is a null.
+    type State = BTreeMap<i64, (Option<i64>, i8)>;
+
+    fn schema(string_key: bool) -> SchemaRef {
+        let key = if string_key {
+            DataType::Utf8
+        } else {
+            DataType::Int64
+        };
+        Arc::new(Schema::new(vec![
+            Field::new("k", key, false),
+            Field::new("v", DataType::Int64, true),
+            Field::new("_VALUE_KIND", DataType::Int8, false),
+        ]))
+    }
+
+    /// Keys as strings keep their order when zero-padded.
+    fn key_string(k: i64) -> String {
+        format!("key-{k:06}")
+    }
+
+    fn input(state: &State, string_key: bool, rng: &mut StdRng) -> SendableRecordBatchStream {
+        let rows: Vec<_> = state.iter().collect();
+        let mut batches = Vec::new();
+        let mut start = 0;
+        while start < rows.len() {
+            let end = (start + rng.random_range(0..40)).min(rows.len());
+            let part = &rows[start..end];
+            let key: ArrayRef = if string_key {
+                Arc::new(StringArray::from_iter_values(
+                    part.iter().map(|(k, _)| key_string(**k)),
+                ))
+            } else {
+                Arc::new(Int64Array::from_iter_values(part.iter().map(|(k, _)| **k)))
+            };
+            let columns: Vec<ArrayRef> = vec![
+                key,
+                Arc::new(part.iter().map(|(_, (v, _))| *v).collect::<Int64Array>()),
+                Arc::new(part.iter().map(|(_, (_, kind))| *kind).collect::<Int8Array>()),
+            ];
+            batches.push(Ok(RecordBatch::try_new(schema(string_key), columns).unwrap()));
+            start = end;
+        }
+        Box::pin(RecordBatchStreamAdapter::new(
+            schema(string_key),
+            futures::stream::iter(batches),
+        ))
+    }
+
+    fn random_row(rng: &mut StdRng) -> (Option<i64>, i8) {
+        let value = (rng.random_range(0..6) > 0).then(|| rng.random_range(0..3));
+        let kind = [row_kind::INSERT, row_kind::UPDATE_AFTER, row_kind::DELETE][rng.random_range(0..3)];
+        (value, kind)
+    }
+
+    /// The model's rows: (key, value, kind) in key order.
+    fn model(before: &State, after: &State, start_only: StartOnly) -> Vec<(i64, Option<i64>, i8)> {
+        let keys: std::collections::BTreeSet<i64> = before.keys().chain(after.keys()).copied().collect();
+        let mut out = Vec::new();
+        for k in keys {
+            match (before.get(&k), after.get(&k)) {
+                (Some(&(v, kind)), None) => {
+                    if start_only == StartOnly::Removed && !is_retract(kind) {
+                        out.push((k, v, row_kind::DELETE));
+                    }
+                }
+                (None, Some(&(v, kind))) => out.push((k, v, kind)),
+                (Some(&(bv, bk)), Some(&(av, ak))) => {
+                    if bv != av || is_retract(bk) != is_retract(ak) {
+                        out.push((k, av, ak));
+                    }
+                }
+                (None, None) => unreachable!(),
+            }
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn matches_a_model() {
+        for seed in 0..300u64 {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let (mut before, mut after) = (State::new(), State::new());
+            for k in 0..rng.random_range(0..150) {
+                let row = random_row(&mut rng);
+                match rng.random_range(0..4) {
+                    0 => {
+                        before.insert(k, row);
+                    }
+                    1 => {
+                        after.insert(k, row);
+                    }
+                    2 => {
+                        before.insert(k, row);
+                        after.insert(k, row);
+                    }
+                    _ => {
+                        before.insert(k, row);
+                        after.insert(k, random_row(&mut rng));
+                    }
+                }
+            }
+            let string_key = seed % 2 == 1;
+            for start_only in [StartOnly::Removed, StartOnly::Unchanged] {
+                let batch_size = rng.random_range(1..50);
+                let columns = DiffColumns {
+                    keys: vec![0],
+                    values: vec![0, 1],
+                    kind: 2,
+                };
+                let stream = diff_stream(
+                    input(&before, string_key, &mut rng),
+                    input(&after, string_key, &mut rng),
+                    columns,
+                    start_only,
+                    batch_size,
+                )
+                .unwrap();
+                let batches: Vec<RecordBatch> = stream.try_collect().await.unwrap();
+                let mut got = Vec::new();
+                for batch in &batches {
+                    assert!(batch.num_rows() > 0 && batch.num_rows() <= batch_size);
+                    let values = batch.column(1).as_primitive::<arrow::datatypes::Int64Type>();
+                    let kinds = batch.column(2).as_primitive::<Int8Type>();
+                    for row in 0..batch.num_rows() {
+                        let key = if string_key {
+                            let k = batch.column(0).as_string::<i32>().value(row);
+                            k["key-".len()..].parse().unwrap()
+                        } else {
+                            batch
+                                .column(0)
+                                .as_primitive::<arrow::datatypes::Int64Type>()
+                                .value(row)
+                        };
+                        got.push((
+                            key,
+                            values.is_valid(row).then(|| values.value(row)),
+                            kinds.value(row),
+                        ));
+                    }
+                }
+                assert_eq!(
+                    got,
+                    model(&before, &after, start_only),
+                    "seed {seed}, {start_only:?}, batch size {batch_size}"
+                );
+            }
+        }
     }
 }
