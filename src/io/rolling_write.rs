@@ -6,9 +6,25 @@ use super::{DataFileRows, DataFileWriter, FileIO};
 use crate::error::Result;
 use crate::spec::{DataFileMeta, TableSchema};
 
-/// Rows written between two checks of the open file's size: a large write still rolls at
-/// about the target.
+/// The fewest rows written between two checks of the open file's size: a large write still
+/// rolls within this many rows of the target.
 const ROLL_CHECK_ROWS: usize = 4096;
+
+/// How many of `available` rows to write into a file of `rows` rows and `size` estimated bytes
+/// before its size is checked again: half of what the file's bytes per row so far say still
+/// fits under `target`, and at least [`ROLL_CHECK_ROWS`]. A file far from its target takes a
+/// compaction's whole chunk in one write (its columns encode in parallel only for slices that
+/// big); one close to it takes small slices, so it still rolls within `ROLL_CHECK_ROWS` rows.
+fn rows_before_check(rows: usize, size: usize, target: usize, available: usize) -> usize {
+    let fit = match rows {
+        0 => ROLL_CHECK_ROWS,
+        rows => {
+            let per_row = (size / rows).max(1);
+            (target.saturating_sub(size) / per_row / 2).max(ROLL_CHECK_ROWS)
+        }
+    };
+    fit.min(available)
+}
 
 /// Rolling data files of one level in one bucket directory.
 pub(crate) struct RollingFileWriter<'a> {
@@ -62,7 +78,8 @@ impl<'a> RollingFileWriter<'a> {
         let n = rows.values.num_rows();
         let mut offset = 0;
         while offset < n {
-            let len = ROLL_CHECK_ROWS.min(n - offset);
+            let (open_rows, open_size) = self.open.as_ref().map_or((0, 0), |f| (f.rows(), f.size()));
+            let len = rows_before_check(open_rows, open_size, self.target_file_size, n - offset);
             let slice = DataFileRows {
                 values: rows.values.slice(offset, len),
                 kv: rows
@@ -108,5 +125,33 @@ impl<'a> RollingFileWriter<'a> {
         self.close_open();
         self.store_closed().await?;
         Ok(self.written)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{rows_before_check, ROLL_CHECK_ROWS};
+
+    /// A new file takes one check's rows; a file far from its target takes half of what fits
+    /// (or all that is offered); one near or past it takes the fewest rows.
+    #[test]
+    fn slices_shrink_as_the_file_nears_its_target() {
+        let target = 128 << 20;
+        assert_eq!(rows_before_check(0, 0, target, 1 << 20), ROLL_CHECK_ROWS);
+        // 4096 rows in 32 KiB: 8 bytes a row, so about 16.7M more rows fit; half of that.
+        assert_eq!(
+            rows_before_check(4096, 32 << 10, target, usize::MAX),
+            ((target - (32 << 10)) / 8) / 2
+        );
+        assert_eq!(rows_before_check(4096, 32 << 10, target, 65_536), 65_536);
+        assert_eq!(
+            rows_before_check(1 << 20, target - 1000, target, 65_536),
+            ROLL_CHECK_ROWS
+        );
+        assert_eq!(
+            rows_before_check(1 << 20, target + 1000, target, 65_536),
+            ROLL_CHECK_ROWS
+        );
+        assert_eq!(rows_before_check(1 << 20, target, target, 100), 100);
     }
 }
