@@ -133,7 +133,14 @@ pub(super) fn clear_shared_dense(runs: &[&[u64]], keeps: &mut [Keep], bits: &mut
     bits.resize(span.div_ceil(64) as usize, 0);
     let newest = runs.len() - 1;
     for (r, keys) in runs.iter().enumerate().rev() {
-        if r < newest {
+        if r < newest && consecutive(keys) {
+            // keys k, k+1, ...: the run's bitmap is the newer keys' bits from k on, a word at
+            // a time (an id range a bulk load wrote, the usual oldest run)
+            let start = keys.first().map_or(0, |key| key - lo);
+            for word in 0..keys.len().div_ceil(64) {
+                keeps[r].clear_word(word, bits_from(bits, start + 64 * word as u64));
+            }
+        } else if r < newest {
             // 64 tests make one word of the run's bitmap
             for (word, keys) in keys.chunks(64).enumerate() {
                 let shadowed = keys.iter().enumerate().fold(0u64, |shadowed, (i, &key)| {
@@ -151,6 +158,25 @@ pub(super) fn clear_shared_dense(runs: &[&[u64]], keeps: &mut [Keep], bits: &mut
         }
     }
     true
+}
+
+/// Whether each key is one more than the one before it (no gaps, no repeats). One pass without
+/// early exit, which vectorizes.
+fn consecutive(keys: &[u64]) -> bool {
+    keys.windows(2)
+        .fold(true, |ok, pair| ok & (pair[1] == pair[0].wrapping_add(1)))
+}
+
+/// The 64 bits of `bits` from bit `start` on (zeros past its end).
+#[inline]
+fn bits_from(bits: &[u64], start: u64) -> u64 {
+    let (word, shift) = ((start / 64) as usize, (start % 64) as u32);
+    let low = bits.get(word).map_or(0, |w| w >> shift);
+    let high = match shift {
+        0 => 0,
+        _ => bits.get(word + 1).map_or(0, |w| w << (64 - shift)),
+    };
+    low | high
 }
 
 /// Drops every row `i` of `a_rows` whose key a row of `b_rows` (of `b`'s batch) holds, from
@@ -214,6 +240,36 @@ mod tests {
             &mut [Keep::all(2), Keep::all(1)],
             &mut Vec::new()
         ));
+    }
+
+    /// Runs of consecutive keys take their bits a word at a time: at every offset from the
+    /// chunk's smallest key (word-aligned or not) they agree with a naive check, and a run
+    /// that repeats a key is not taken for consecutive.
+    #[test]
+    fn consecutive_runs_match_a_naive_check() {
+        for offset in [0u64, 1, 63, 64, 65, 100] {
+            let older: Vec<u64> = (offset..offset + 300).collect();
+            let middle: Vec<u64> = (offset + 50..offset + 170).collect();
+            let newest: Vec<u64> = (0..200).map(|i| i * 4).collect();
+            let runs: [&[u64]; 3] = [&older, &middle, &newest];
+            let naive: Vec<Vec<bool>> = runs
+                .iter()
+                .enumerate()
+                .map(|(r, keys)| {
+                    keys.iter()
+                        .map(|k| !runs[r + 1..].iter().any(|newer| newer.contains(k)))
+                        .collect()
+                })
+                .collect();
+            let mut dense: Vec<Keep> = runs.iter().map(|r| Keep::all(r.len())).collect();
+            assert!(clear_shared_dense(&runs, &mut dense, &mut Vec::new()));
+            let bools: Vec<Vec<bool>> = dense.iter().map(Keep::to_bools).collect();
+            assert_eq!(bools, naive, "offset {offset}");
+        }
+        assert!(super::consecutive(&[4, 5, 6, 7]));
+        assert!(super::consecutive(&[9]));
+        assert!(!super::consecutive(&[4, 5, 5, 7]));
+        assert!(!super::consecutive(&[4, 6, 7]));
     }
 
     /// Runs longer than a word: the bitmap and the merge agree with a naive check, across
