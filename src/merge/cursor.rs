@@ -495,7 +495,7 @@ macro_rules! encode_integers {
 /// The [`sort_key`] of a row of `width + 1` bytes: 0x01 (valid), then `encoded` (`width`
 /// bytes), as [`integer_narrow_keys`] encodes a value.
 #[inline]
-fn narrow_sort_key(encoded: u64, width: u32) -> u128 {
+pub(crate) fn narrow_sort_key(encoded: u64, width: u32) -> u128 {
     (1u128 << 120) | (u128::from(encoded) << (120 - 8 * width)) | u128::from(width + 1)
 }
 

@@ -91,7 +91,7 @@ use datafusion::physical_plan::metrics::{Count, ExecutionPlanMetricsSet, MetricB
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 
-pub(crate) use cursor::{gallop, integer_narrow_keys, partition_point};
+pub(crate) use cursor::{gallop, integer_narrow_keys, narrow_sort_key, partition_point, sort_key};
 pub(crate) use engine::{is_retract, Collect, Deduplicate, FirstRow, MergeFunction};
 pub(crate) use newest_run::{newest_of_ordered_runs, MAX_RUNS as MAX_UNORDERED_RUNS};
 pub(crate) use reduce::{fold_batch, EngineKind, MergeEngineSpec};

@@ -242,6 +242,18 @@ mod tests {
         ));
     }
 
+    /// Which rows survive, naively: those whose key no newer run holds.
+    fn survivors(runs: &[&[u64]]) -> Vec<Vec<bool>> {
+        runs.iter()
+            .enumerate()
+            .map(|(r, keys)| {
+                keys.iter()
+                    .map(|k| !runs[r + 1..].iter().any(|newer| newer.contains(k)))
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Runs of consecutive keys take their bits a word at a time: at every offset from the
     /// chunk's smallest key (word-aligned or not) they agree with a naive check, and a run
     /// that repeats a key is not taken for consecutive.
@@ -252,15 +264,7 @@ mod tests {
             let middle: Vec<u64> = (offset + 50..offset + 170).collect();
             let newest: Vec<u64> = (0..200).map(|i| i * 4).collect();
             let runs: [&[u64]; 3] = [&older, &middle, &newest];
-            let naive: Vec<Vec<bool>> = runs
-                .iter()
-                .enumerate()
-                .map(|(r, keys)| {
-                    keys.iter()
-                        .map(|k| !runs[r + 1..].iter().any(|newer| newer.contains(k)))
-                        .collect()
-                })
-                .collect();
+            let naive = survivors(&runs);
             let mut dense: Vec<Keep> = runs.iter().map(|r| Keep::all(r.len())).collect();
             assert!(clear_shared_dense(&runs, &mut dense, &mut Vec::new()));
             let bools: Vec<Vec<bool>> = dense.iter().map(Keep::to_bools).collect();
@@ -280,15 +284,7 @@ mod tests {
         let middle: Vec<u64> = (0..150).map(|i| i * 5 + 1).collect();
         let newest: Vec<u64> = (0..200).map(|i| i * 4).collect();
         let runs: [&[u64]; 3] = [&older, &middle, &newest];
-        let naive: Vec<Vec<bool>> = runs
-            .iter()
-            .enumerate()
-            .map(|(r, keys)| {
-                keys.iter()
-                    .map(|k| !runs[r + 1..].iter().any(|newer| newer.contains(k)))
-                    .collect()
-            })
-            .collect();
+        let naive = survivors(&runs);
         let fresh = || runs.iter().map(|r| Keep::all(r.len())).collect::<Vec<_>>();
         let mut dense = fresh();
         assert!(clear_shared_dense(&runs, &mut dense, &mut Vec::new()));

@@ -3,8 +3,9 @@
 //! A key of one integer column (the common `BIGINT id`) is kept as its values, encoded to
 //! order as their rows do ([`integer_narrow_keys`]): eight bytes a row, one pass to build, and
 //! one integer comparison a step. Any other key, or a batch with a null key, is converted to
-//! arrow rows. A narrow key and a row key still compare exactly: the row of a valid integer is
-//! a valid marker byte followed by the encoded value, big-endian, in `width` bytes.
+//! arrow rows. A narrow key and a row key still compare exactly, through the merge's sort keys
+//! ([`narrow_sort_key`] is the [`sort_key`] of the value's row, and at most 9 bytes long, so
+//! it is exact).
 
 use std::cmp::Ordering;
 
@@ -12,10 +13,7 @@ use arrow::array::ArrayRef;
 use arrow::row::{RowConverter, Rows};
 use datafusion::common::Result;
 
-use crate::merge::{gallop, integer_narrow_keys};
-
-/// The row bytes' first byte for a valid (non-null) value, nulls first (the default).
-const VALID: u8 = 1;
+use crate::merge::{gallop, integer_narrow_keys, narrow_sort_key, sort_key};
 
 pub(super) enum KeyColumn {
     Narrow { values: Vec<u64>, width: u32 },
@@ -41,8 +39,7 @@ impl KeyColumn {
             }
             (KeyColumn::Rows(a), KeyColumn::Rows(b)) => a.row(row).cmp(&b.row(other_row)),
             (KeyColumn::Narrow { values, width }, KeyColumn::Rows(rows)) => {
-                let (bytes, len) = narrow_row(values[row], *width);
-                bytes[..len].cmp(rows.row(other_row).data())
+                narrow_sort_key(values[row], *width).cmp(&sort_key(rows.row(other_row).data()))
             }
             (KeyColumn::Rows(_), KeyColumn::Narrow { .. }) => other.cmp(other_row, self, row).reverse(),
         }
@@ -53,16 +50,6 @@ impl KeyColumn {
     pub(super) fn seek(&self, from: usize, to: usize, other: &KeyColumn, other_row: usize) -> usize {
         gallop(from, to, |row| self.cmp(row, other, other_row) == Ordering::Less)
     }
-}
-
-/// The row bytes (and their length) of a valid integer whose encoded value is `encoded`,
-/// `width` bytes wide.
-fn narrow_row(encoded: u64, width: u32) -> ([u8; 9], usize) {
-    let width = width as usize;
-    let mut row = [0u8; 9];
-    row[0] = VALID;
-    row[1..=width].copy_from_slice(&encoded.to_be_bytes()[8 - width..]);
-    (row, width + 1)
 }
 
 #[cfg(test)]
