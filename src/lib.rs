@@ -53,3 +53,4 @@ pub use error::{Error, Result};
 pub use scan::{PaimonIncrementalScanExec, PaimonScanExec};
 pub use sql::PaimonSession;
 pub use table::PaimonTable;
+pub use write::KeepSourceOrder;

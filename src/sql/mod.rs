@@ -21,9 +21,11 @@ use std::sync::Arc;
 
 use datafusion::common::Result;
 use datafusion::dataframe::DataFrame;
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use crate::catalog::PaimonCatalog;
+use crate::write::KeepSourceOrder;
 use incremental_function::IncrementalQueryFunction;
 use stream_function::StreamFunction;
 
@@ -31,6 +33,24 @@ use stream_function::StreamFunction;
 pub const DEFAULT_CATALOG: &str = "paimon";
 /// The default database.
 pub const DEFAULT_DATABASE: &str = "default";
+
+/// Adds [`KeepSourceOrder`] to the rules of `ctx` (shared by its clones) unless it has it.
+fn install_source_order(ctx: &SessionContext) {
+    let state = ctx.state();
+    let installed = state
+        .physical_optimizers()
+        .iter()
+        .any(|rule| rule.name() == KeepSourceOrder::NAME);
+    if !installed {
+        // The same session id: Ballista's client and scheduler know the session by it.
+        let id = state.session_id().to_string();
+        let state = SessionStateBuilder::new_from_existing(state)
+            .with_session_id(id)
+            .with_physical_optimizer_rule(Arc::new(KeepSourceOrder))
+            .build();
+        *ctx.state_ref().write() = state;
+    }
+}
 
 /// A DataFusion session with a Paimon warehouse as its default catalog.
 #[derive(Clone)]
@@ -67,8 +87,11 @@ impl PaimonSession {
     }
 
     /// Registers the warehouse at `location` as catalog `paimon` of an existing context,
-    /// and the table function `paimon_incremental_query`.
+    /// and the table function `paimon_incremental_query`. The context also gets the physical
+    /// optimizer rule [`KeepSourceOrder`], so that the rows of one INSERT arrive in the order of
+    /// their source and the last of a statement's duplicate keys wins.
     pub async fn register(ctx: SessionContext, location: &str) -> Result<Self> {
+        install_source_order(&ctx);
         let catalog = PaimonCatalog::open(&ctx, location).await?;
         catalog.ensure_database(DEFAULT_DATABASE).await?;
         ctx.register_catalog(DEFAULT_CATALOG, Arc::clone(&catalog) as _);

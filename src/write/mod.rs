@@ -6,9 +6,11 @@ mod cross_partition;
 mod routing;
 mod sink;
 mod sink_metrics;
+mod source_order;
 
 pub use append_dml::AppendDmlExec;
 pub(crate) use sink::{PaimonSink, WriteKind};
+pub use source_order::KeepSourceOrder;
 
 #[cfg(test)]
 mod tests;
