@@ -1,43 +1,33 @@
-//! Parquet data files: projection by root column and deletion vectors as the reader's row
-//! selection, so neither unread columns nor deleted rows are decoded.
+//! Writing Parquet data files: columns encoded in parallel, encodings chosen by what a column holds.
 
-use std::ops::Range;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use datafusion::common::{exec_datafusion_err, Result};
-use futures::stream::BoxStream;
-use futures::{FutureExt, StreamExt};
-use object_store::path::Path;
-use object_store::ObjectStore;
-use parquet::arrow::arrow_reader::{
-    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, RowFilter, RowSelection,
-};
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnWriter, ArrowRowGroupWriterFactory};
-#[allow(
-    deprecated,
-    reason = "ParquetObjectReader still serves object_store 0.13; revisit with arrow-rs #10308"
-)]
-use parquet::arrow::async_reader::ParquetObjectReader;
-use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
-use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, GzipLevel, ZstdLevel};
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{WriterProperties, WriterPropertiesBuilder};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 
-use super::{FileFormat, FileValueFilter, WriteFormat};
-use crate::deletion_vector::DeletionVector;
-
-/// `file.compression` values this format writes.
-pub(super) const COMPRESSIONS: &[&str] = &["zstd", "snappy", "lz4", "gzip", "none", "uncompressed"];
+use super::dictionary;
+use crate::format::{FileFormat, WriteFormat};
 
 /// A Parquet file being written: row groups are encoded as they fill, and the columns of each
 /// batch are encoded in parallel (one bucket's flush or compaction would otherwise encode on
-/// one core while the others idle).
-pub(super) struct Encoder {
+/// one core while the others idle). The file is set up when its first rows arrive: whether a
+/// value column gets a dictionary is judged from them ([`dictionary`]).
+pub(in crate::format) struct Encoder {
+    schema: SchemaRef,
+    /// Compression and the encodings of key and sequence columns.
+    properties: WriterPropertiesBuilder,
+    open: Option<OpenFile>,
+}
+
+/// The file once its first rows arrived.
+struct OpenFile {
     file: SerializedFileWriter<Vec<u8>>,
     factory: ArrowRowGroupWriterFactory,
     schema: SchemaRef,
@@ -110,7 +100,7 @@ fn ordered_column_encoding(
 const PARALLEL_ENCODE_MIN_ROWS: usize = 2048;
 
 impl Encoder {
-    pub(super) fn new(write: &WriteFormat, schema: SchemaRef) -> Result<Self> {
+    pub(in crate::format) fn new(write: &WriteFormat, schema: SchemaRef) -> Result<Self> {
         let compression = match write.compression.as_str() {
             "zstd" => Compression::ZSTD(ZstdLevel::try_new(write.zstd_level)?),
             "snappy" => Compression::SNAPPY,
@@ -118,7 +108,7 @@ impl Encoder {
             "gzip" => Compression::GZIP(GzipLevel::default()),
             "none" | "uncompressed" => Compression::UNCOMPRESSED,
             other => {
-                return Err(super::unknown_compression(
+                return Err(crate::format::unknown_compression(
                     FileFormat::Parquet,
                     other,
                     "zstd, snappy, lz4, gzip or none",
@@ -138,16 +128,65 @@ impl Encoder {
                 }
             };
         }
-        let props = builder.build();
+        Ok(Encoder {
+            schema,
+            properties: builder,
+            open: None,
+        })
+    }
+
+    pub(in crate::format) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        let open = match &mut self.open {
+            Some(open) => open,
+            None => self
+                .open
+                .insert(OpenFile::new(&self.schema, self.value_encodings(batch))?),
+        };
+        open.write(batch)
+    }
+
+    /// The writer's properties with the dictionary turned off for the value columns whose
+    /// first rows (`batch`) say it would not pay off.
+    fn value_encodings(&self, batch: &RecordBatch) -> WriterProperties {
+        let mut builder = self.properties.clone();
+        for (field, column) in self.schema.fields().iter().zip(batch.columns()) {
+            if ordered_column_encoding(&self.schema, field) == OrderedColumn::No
+                && !dictionary::pays_off(column)
+            {
+                builder =
+                    builder.set_column_dictionary_enabled(ColumnPath::from(field.name().as_str()), false);
+            }
+        }
+        builder.build()
+    }
+
+    /// Bytes written plus the estimated encoded size of the open row group.
+    pub(in crate::format) fn size(&self) -> usize {
+        self.open.as_ref().map_or(0, OpenFile::size)
+    }
+
+    pub(in crate::format) fn finish(self) -> Result<Vec<u8>> {
+        match self.open {
+            Some(open) => open.finish(),
+            None => OpenFile::new(&self.schema, self.properties.build())?.finish(),
+        }
+    }
+}
+
+impl OpenFile {
+    fn new(schema: &SchemaRef, props: WriterProperties) -> Result<Self> {
         let max_row_group_rows = props.max_row_group_row_count().unwrap_or(usize::MAX).max(1);
         // ArrowWriter sets up the file as usual (Arrow schema in the footer metadata); its
         // low-level parts let the columns be encoded on several threads.
         let (file, factory) =
-            ArrowWriter::try_new(Vec::new(), Arc::clone(&schema), Some(props))?.into_serialized_writer()?;
-        Ok(Encoder {
+            ArrowWriter::try_new(Vec::new(), Arc::clone(schema), Some(props))?.into_serialized_writer()?;
+        Ok(OpenFile {
             file,
             factory,
-            schema,
+            schema: Arc::clone(schema),
             columns: Vec::new(),
             row_group_rows: 0,
             row_groups_written: 0,
@@ -155,7 +194,7 @@ impl Encoder {
         })
     }
 
-    pub(super) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         let mut offset = 0;
         while offset < batch.num_rows() {
             if self.columns.is_empty() {
@@ -228,8 +267,7 @@ impl Encoder {
         Ok(())
     }
 
-    /// Bytes written plus the estimated encoded size of the open row group.
-    pub(super) fn size(&self) -> usize {
+    fn size(&self) -> usize {
         self.file.bytes_written()
             + self
                 .columns
@@ -238,162 +276,25 @@ impl Encoder {
                 .sum::<usize>()
     }
 
-    pub(super) fn finish(mut self) -> Result<Vec<u8>> {
+    fn finish(mut self) -> Result<Vec<u8>> {
         self.close_row_group()?;
         self.file.finish()?;
         Ok(std::mem::take(self.file.inner_mut()))
     }
 }
 
-#[allow(deprecated, reason = "see the import")]
-pub(super) struct Opened {
-    builder: ParquetRecordBatchStreamBuilder<ParquetObjectReader>,
-    path: Path,
-}
-
-pub(super) async fn open(
-    store: Arc<dyn ObjectStore>,
-    path: &Path,
-    size: u64,
-    with_page_index: bool,
-) -> Result<Opened> {
-    #[allow(deprecated, reason = "see the import")]
-    let reader = ParquetObjectReader::new(store, path.clone()).with_file_size(size);
-    // The page index is optional: files written without one read by row groups.
-    let policy = if with_page_index {
-        PageIndexPolicy::Optional
-    } else {
-        PageIndexPolicy::Skip
-    };
-    let options = ArrowReaderOptions::new().with_page_index_policy(policy);
-    let builder =
-        std::panic::AssertUnwindSafe(ParquetRecordBatchStreamBuilder::new_with_options(reader, options))
-            .catch_unwind()
-            .await
-            .map_err(|panic| super::decoder_panicked("Parquet", path, panic.as_ref()))?
-            .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
-    Ok(Opened {
-        builder,
-        path: path.clone(),
-    })
-}
-
-/// The file at `path` opened from its footer (and page index) read before.
-pub(super) fn open_with_metadata(
-    store: Arc<dyn ObjectStore>,
-    path: &Path,
-    size: u64,
-    metadata: Arc<ParquetMetaData>,
-) -> Result<Opened> {
-    #[allow(deprecated, reason = "see the import")]
-    let reader = ParquetObjectReader::new(store, path.clone()).with_file_size(size);
-    let metadata = super::unless_panic("Parquet", path, || {
-        ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
-    })?
-    .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
-    Ok(Opened {
-        builder: ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata),
-        path: path.clone(),
-    })
-}
-
-impl Opened {
-    pub(super) fn schema(&self) -> SchemaRef {
-        Arc::clone(self.builder.schema())
-    }
-
-    pub(super) fn metadata(&self) -> &Arc<ParquetMetaData> {
-        self.builder.metadata()
-    }
-
-    /// Reads `columns` of the rows in `wanted` (all rows if `None`) that `deleted` keeps and
-    /// `filter` passes (its columns decoded first, the others only for the rows that pass).
-    /// Row groups none of whose rows are wanted are never fetched.
-    pub(super) fn read(
-        self,
-        columns: &[String],
-        deleted: Option<&DeletionVector>,
-        wanted: Option<&[Range<usize>]>,
-        filter: Option<FileValueFilter>,
-        batch_size: usize,
-    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        let Opened { builder, path } = self;
-        let file_schema = Arc::clone(builder.schema());
-        let indices: Vec<usize> = columns
-            .iter()
-            .filter_map(|n| file_schema.index_of(n).ok())
-            .collect();
-        let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
-        let rows = builder.metadata().file_metadata().num_rows().max(0) as usize;
-        let kept = match (deleted, wanted) {
-            (None, None) => None,
-            (Some(dv), None) => Some(dv.kept_row_ranges(rows as u64)),
-            (None, Some(w)) => Some(w.to_vec()),
-            (Some(dv), Some(w)) => Some(intersect_ranges(&dv.kept_row_ranges(rows as u64), w)),
-        };
-        let builder = match kept {
-            Some(kept) => {
-                builder.with_row_selection(RowSelection::from_consecutive_ranges(kept.into_iter(), rows))
-            }
-            None => builder,
-        };
-        let builder = match filter {
-            Some(filter) => {
-                let mask =
-                    ProjectionMask::roots(builder.parquet_schema(), filter.file_columns().iter().copied());
-                let predicate = ArrowPredicateFn::new(mask, move |batch| filter.evaluate(&batch));
-                builder.with_row_filter(RowFilter::new(vec![Box::new(predicate)]))
-            }
-            None => builder,
-        };
-        let stream = super::unless_panic("Parquet", &path, || {
-            builder.with_projection(mask).with_batch_size(batch_size).build()
-        })?
-        .map_err(|e| exec_datafusion_err!("Failed to read Parquet data file /{path}: {e}"))?;
-        // (after a panic the stream ends: catch_unwind yields the panic, then nothing)
-        Ok(std::panic::AssertUnwindSafe(stream)
-            .catch_unwind()
-            .map(move |item| match item {
-                Ok(batch) => {
-                    batch.map_err(|e| exec_datafusion_err!("Failed to read Parquet data file /{path}: {e}"))
-                }
-                Err(panic) => Err(super::decoder_panicked("Parquet", &path, panic.as_ref())),
-            })
-            .boxed())
-    }
-}
-
-/// The rows in both `a` and `b` (ascending, non-overlapping ranges), ascending.
-pub(crate) fn intersect_ranges(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
-    let (mut i, mut j) = (0, 0);
-    let mut out = Vec::new();
-    while i < a.len() && j < b.len() {
-        let start = a[i].start.max(b[j].start);
-        let end = a[i].end.min(b[j].end);
-        if start < end {
-            out.push(start..end);
-        }
-        if a[i].end <= b[j].end {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
-    use arrow::array::{Array, Int64Array, Int8Array, RecordBatch, StringArray};
+    use arrow::array::{Array, Float64Array, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray};
     use arrow::datatypes::{DataType, Field, Schema};
     use bytes::Bytes;
     use parquet::arrow::arrow_reader::ParquetRecordBatchReader;
     use parquet::basic::Encoding;
     use parquet::file::reader::{FileReader, SerializedFileReader};
 
-    use super::{intersect_ranges, Encoder};
+    use super::Encoder;
     use crate::format::{FileFormat, WriteFormat};
 
     fn key_value_file(n: i64) -> (RecordBatch, Bytes) {
@@ -480,6 +381,49 @@ mod tests {
         assert!(size < 100_000, "{size}");
     }
 
+    /// A value column of distinct values is written plain from its first page (no dictionary
+    /// page), a column of repeated values keeps its dictionary; both read back as written.
+    #[test]
+    fn distinct_value_columns_are_written_plain() {
+        let n = 50_000;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("amount", DataType::Float64, true),
+            Field::new("code", DataType::Int32, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![
+                Arc::new(Float64Array::from_iter(
+                    (0..n).map(|i| (i % 9 != 0).then_some(i as f64 * 0.37)),
+                )),
+                Arc::new(Int32Array::from_iter_values((0..n).map(|i| i % 40))),
+            ],
+        )
+        .unwrap();
+        let write = WriteFormat {
+            format: FileFormat::Parquet,
+            compression: "zstd".into(),
+            zstd_level: 1,
+        };
+        let mut encoder = Encoder::new(&write, schema).unwrap();
+        encoder.write(&batch.slice(0, 20_000)).unwrap();
+        encoder.write(&batch.slice(20_000, n as usize - 20_000)).unwrap();
+        let file = Bytes::from(encoder.finish().unwrap());
+        let reader = SerializedFileReader::new(file.clone()).unwrap();
+        let chunk = |c: usize| reader.metadata().row_group(0).column(c).clone();
+        assert!(chunk(0).dictionary_page_offset().is_none());
+        assert!(!encodings(&file, 0).contains(&Encoding::RLE_DICTIONARY));
+        assert!(chunk(1).dictionary_page_offset().is_some());
+        let read: Vec<RecordBatch> = ParquetRecordBatchReader::try_new(file, 8192)
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            arrow::compute::concat_batches(&read[0].schema(), &read).unwrap(),
+            batch
+        );
+    }
+
     /// A file of fewer rows than the dictionary holds is encoded as before (and as Paimon's
     /// writers encode it): its byte size steers compaction picks.
     #[test]
@@ -495,12 +439,5 @@ mod tests {
                 "column {column}"
             );
         }
-    }
-
-    #[test]
-    fn intersection_of_row_ranges() {
-        assert_eq!(intersect_ranges(&[0..10, 20..30], &[5..25]), vec![5..10, 20..25]);
-        assert!(intersect_ranges(&[0..10], &[10..20]).is_empty());
-        assert_eq!(intersect_ranges(&[0..3, 4..8], &[0..100]), vec![0..3, 4..8]);
     }
 }

@@ -1,0 +1,184 @@
+//! Parquet data files: projection by root column and deletion vectors as the reader's row
+//! selection, so neither unread columns nor deleted rows are decoded. Writing is in [`encode`].
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use datafusion::common::{exec_datafusion_err, Result};
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
+use object_store::path::Path;
+use object_store::ObjectStore;
+use parquet::arrow::arrow_reader::{
+    ArrowPredicateFn, ArrowReaderMetadata, ArrowReaderOptions, RowFilter, RowSelection,
+};
+#[allow(
+    deprecated,
+    reason = "ParquetObjectReader still serves object_store 0.13; revisit with arrow-rs #10308"
+)]
+use parquet::arrow::async_reader::ParquetObjectReader;
+use parquet::arrow::async_reader::ParquetRecordBatchStreamBuilder;
+use parquet::arrow::ProjectionMask;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+
+use super::FileValueFilter;
+use crate::deletion_vector::DeletionVector;
+
+mod dictionary;
+mod encode;
+
+pub(super) use encode::Encoder;
+
+/// `file.compression` values this format writes.
+pub(super) const COMPRESSIONS: &[&str] = &["zstd", "snappy", "lz4", "gzip", "none", "uncompressed"];
+
+#[allow(deprecated, reason = "see the import")]
+pub(super) struct Opened {
+    builder: ParquetRecordBatchStreamBuilder<ParquetObjectReader>,
+    path: Path,
+}
+
+pub(super) async fn open(
+    store: Arc<dyn ObjectStore>,
+    path: &Path,
+    size: u64,
+    with_page_index: bool,
+) -> Result<Opened> {
+    #[allow(deprecated, reason = "see the import")]
+    let reader = ParquetObjectReader::new(store, path.clone()).with_file_size(size);
+    // The page index is optional: files written without one read by row groups.
+    let policy = if with_page_index {
+        PageIndexPolicy::Optional
+    } else {
+        PageIndexPolicy::Skip
+    };
+    let options = ArrowReaderOptions::new().with_page_index_policy(policy);
+    let builder =
+        std::panic::AssertUnwindSafe(ParquetRecordBatchStreamBuilder::new_with_options(reader, options))
+            .catch_unwind()
+            .await
+            .map_err(|panic| super::decoder_panicked("Parquet", path, panic.as_ref()))?
+            .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
+    Ok(Opened {
+        builder,
+        path: path.clone(),
+    })
+}
+
+/// The file at `path` opened from its footer (and page index) read before.
+pub(super) fn open_with_metadata(
+    store: Arc<dyn ObjectStore>,
+    path: &Path,
+    size: u64,
+    metadata: Arc<ParquetMetaData>,
+) -> Result<Opened> {
+    #[allow(deprecated, reason = "see the import")]
+    let reader = ParquetObjectReader::new(store, path.clone()).with_file_size(size);
+    let metadata = super::unless_panic("Parquet", path, || {
+        ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
+    })?
+    .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
+    Ok(Opened {
+        builder: ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata),
+        path: path.clone(),
+    })
+}
+
+impl Opened {
+    pub(super) fn schema(&self) -> SchemaRef {
+        Arc::clone(self.builder.schema())
+    }
+
+    pub(super) fn metadata(&self) -> &Arc<ParquetMetaData> {
+        self.builder.metadata()
+    }
+
+    /// Reads `columns` of the rows in `wanted` (all rows if `None`) that `deleted` keeps and
+    /// `filter` passes (its columns decoded first, the others only for the rows that pass).
+    /// Row groups none of whose rows are wanted are never fetched.
+    pub(super) fn read(
+        self,
+        columns: &[String],
+        deleted: Option<&DeletionVector>,
+        wanted: Option<&[Range<usize>]>,
+        filter: Option<FileValueFilter>,
+        batch_size: usize,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let Opened { builder, path } = self;
+        let file_schema = Arc::clone(builder.schema());
+        let indices: Vec<usize> = columns
+            .iter()
+            .filter_map(|n| file_schema.index_of(n).ok())
+            .collect();
+        let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
+        let rows = builder.metadata().file_metadata().num_rows().max(0) as usize;
+        let kept = match (deleted, wanted) {
+            (None, None) => None,
+            (Some(dv), None) => Some(dv.kept_row_ranges(rows as u64)),
+            (None, Some(w)) => Some(w.to_vec()),
+            (Some(dv), Some(w)) => Some(intersect_ranges(&dv.kept_row_ranges(rows as u64), w)),
+        };
+        let builder = match kept {
+            Some(kept) => {
+                builder.with_row_selection(RowSelection::from_consecutive_ranges(kept.into_iter(), rows))
+            }
+            None => builder,
+        };
+        let builder = match filter {
+            Some(filter) => {
+                let mask =
+                    ProjectionMask::roots(builder.parquet_schema(), filter.file_columns().iter().copied());
+                let predicate = ArrowPredicateFn::new(mask, move |batch| filter.evaluate(&batch));
+                builder.with_row_filter(RowFilter::new(vec![Box::new(predicate)]))
+            }
+            None => builder,
+        };
+        let stream = super::unless_panic("Parquet", &path, || {
+            builder.with_projection(mask).with_batch_size(batch_size).build()
+        })?
+        .map_err(|e| exec_datafusion_err!("Failed to read Parquet data file /{path}: {e}"))?;
+        // (after a panic the stream ends: catch_unwind yields the panic, then nothing)
+        Ok(std::panic::AssertUnwindSafe(stream)
+            .catch_unwind()
+            .map(move |item| match item {
+                Ok(batch) => {
+                    batch.map_err(|e| exec_datafusion_err!("Failed to read Parquet data file /{path}: {e}"))
+                }
+                Err(panic) => Err(super::decoder_panicked("Parquet", &path, panic.as_ref())),
+            })
+            .boxed())
+    }
+}
+
+/// The rows in both `a` and `b` (ascending, non-overlapping ranges), ascending.
+pub(crate) fn intersect_ranges(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    while i < a.len() && j < b.len() {
+        let start = a[i].start.max(b[j].start);
+        let end = a[i].end.min(b[j].end);
+        if start < end {
+            out.push(start..end);
+        }
+        if a[i].end <= b[j].end {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::intersect_ranges;
+
+    #[test]
+    fn intersection_of_row_ranges() {
+        assert_eq!(intersect_ranges(&[0..10, 20..30], &[5..25]), vec![5..10, 20..25]);
+        assert!(intersect_ranges(&[0..10], &[10..20]).is_empty());
+        assert_eq!(intersect_ranges(&[0..3, 4..8], &[0..100]), vec![0..3, 4..8]);
+    }
+}
