@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arrow::array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::compute::{cast_with_options, CastOptions};
 use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
-use datafusion::common::{exec_datafusion_err, Result};
+use datafusion::common::{exec_datafusion_err, Result, ScalarValue};
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::ObjectStore;
@@ -87,6 +87,49 @@ pub(crate) struct FileToRead {
     pub(crate) footers: Option<Arc<FooterCache>>,
     /// Decode only these layout fields (by index); the others read as NULL. `None`: all.
     pub(crate) only_fields: Option<Arc<[usize]>>,
+    /// The file's key is one integer column holding every value from its smallest key up, one
+    /// per row: computed from row positions instead of decoded (Parquet, no value filter).
+    pub(crate) dense_key: Option<DenseKey>,
+}
+
+/// A data file whose keys are `first, first + 1, ...` in row order: a sorted run's keys are
+/// unique and ascending, so a file whose largest key is its smallest plus its row count minus
+/// one holds exactly those (from its manifest entry, [`DenseKey::of_file`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DenseKey {
+    /// Field id of the key column.
+    pub(crate) field_id: i32,
+    /// The key of the file's first row.
+    pub(crate) first: i64,
+}
+
+impl DenseKey {
+    /// The dense key of a data file of a sorted run with the single integer key `field_id`,
+    /// from its smallest and largest key and row count; `None` unless every key in between is
+    /// present. Only for data files of a primary-key table: changelog files repeat keys.
+    pub(crate) fn of_file(
+        field_id: i32,
+        min: &[ScalarValue],
+        max: &[ScalarValue],
+        rows: i64,
+    ) -> Option<Self> {
+        let ([min], [max]) = (min, max) else {
+            return None;
+        };
+        let (min, max) = (integer(min)?, integer(max)?);
+        (rows > 0 && max.checked_sub(min)?.checked_add(1)? == rows)
+            .then_some(DenseKey { field_id, first: min })
+    }
+}
+
+fn integer(value: &ScalarValue) -> Option<i64> {
+    match value {
+        ScalarValue::Int8(Some(v)) => Some(i64::from(*v)),
+        ScalarValue::Int16(Some(v)) => Some(i64::from(*v)),
+        ScalarValue::Int32(Some(v)) => Some(i64::from(*v)),
+        ScalarValue::Int64(Some(v)) => Some(*v),
+        _ => None,
+    }
 }
 
 impl FileToRead {
@@ -103,14 +146,20 @@ impl FileToRead {
             value_filter: None,
             footers: None,
             only_fields: None,
+            dense_key: None,
         }
     }
 }
 
 /// Where each output column comes from in one file.
 enum ColumnSource {
-    File { name: String, target: ArrowType },
+    File {
+        name: String,
+        target: ArrowType,
+    },
     Missing(ArrowType),
+    /// The dense key: its first value plus the row's position.
+    Dense(ArrowType),
 }
 
 /// Opens `file` (Parquet, ORC or Avro, see [`crate::format`]) and returns its batches in
@@ -175,6 +224,25 @@ pub(crate) async fn read_opened_file(
         file.only_fields.as_ref().is_some_and(|only| !only.contains(&i))
             && range_field != Some(layout.fields[i].id)
     };
+    let filter = file
+        .value_filter
+        .as_ref()
+        .and_then(|f| f.for_file(&file_schema, &file_arrow));
+    // Rows come back in the order of their positions, which are known unless a filter in the
+    // reader drops some.
+    let dense_key = match (&file.dense_key, opened.parquet_metadata()) {
+        (Some(dense), Some(metadata)) if filter.is_none() => {
+            let rows = metadata.file_metadata().num_rows().max(0) as usize;
+            let read = rows_needed.clone().unwrap_or_else(|| vec![0..rows]);
+            let read = match &deleted {
+                Some(dv) => crate::format::intersect_ranges(&dv.kept_row_ranges(rows as u64), &read),
+                None => read,
+            };
+            Some((*dense, Positions::new(read)))
+        }
+        _ => None,
+    };
+    let mut positions = None;
     let sources: Vec<ColumnSource> = layout
         .fields
         .iter()
@@ -183,6 +251,12 @@ pub(crate) async fn read_opened_file(
             let target = f.data_type.to_arrow();
             if skipped(i) {
                 return ColumnSource::Missing(target);
+            }
+            if let Some((dense, rows)) = &dense_key {
+                if dense.field_id == f.id {
+                    positions = Some((dense.first, rows.clone()));
+                    return ColumnSource::Dense(target);
+                }
             }
             match by_id.get(&f.id) {
                 Some(old) if file_arrow.index_of(&old.name).is_ok() => ColumnSource::File {
@@ -197,7 +271,7 @@ pub(crate) async fn read_opened_file(
         .iter()
         .filter_map(|s| match s {
             ColumnSource::File { name, .. } => Some(name.clone()),
-            ColumnSource::Missing(_) => None,
+            ColumnSource::Missing(_) | ColumnSource::Dense(_) => None,
         })
         .collect();
     if layout.with_system_columns {
@@ -212,10 +286,6 @@ pub(crate) async fn read_opened_file(
             }
         }
     }
-    let filter = file
-        .value_filter
-        .as_ref()
-        .and_then(|f| f.for_file(&file_schema, &file_arrow));
     let stream = opened.read(
         &wanted,
         deleted.as_ref(),
@@ -238,7 +308,10 @@ pub(crate) async fn read_opened_file(
         }
         None => None,
     };
-    let mut fill = FillColumns::default();
+    let mut fill = FillColumns {
+        dense: positions,
+        ..FillColumns::default()
+    };
     Ok(stream.and_then(move |batch| {
         let out = adapt_batch(&batch, &sources, &layout, &mut fill).and_then(|b| match &key_filter {
             Some((range, column)) => range.filter(b, *column),
@@ -257,6 +330,42 @@ struct FillColumns {
     /// By layout column; the longest array built so far.
     nulls: Vec<Option<ArrayRef>>,
     zero_sequences: Option<ArrayRef>,
+    /// The dense key's first value and the positions of the rows still to come.
+    dense: Option<(i64, Positions)>,
+}
+
+/// Positions of the rows a read returns, in order: ascending ranges, consumed batch by batch.
+#[derive(Debug, Clone)]
+struct Positions {
+    ranges: std::collections::VecDeque<Range<usize>>,
+}
+
+impl Positions {
+    fn new(ranges: Vec<Range<usize>>) -> Self {
+        Positions {
+            ranges: ranges.into_iter().filter(|r| r.start < r.end).collect(),
+        }
+    }
+
+    /// `first` plus the positions of the next `rows` rows.
+    fn next_keys(&mut self, first: i64, rows: usize) -> Result<Vec<i64>> {
+        let mut keys = Vec::with_capacity(rows);
+        while keys.len() < rows {
+            let Some(range) = self.ranges.front_mut() else {
+                return Err(exec_datafusion_err!(
+                    "A data file returned more rows than its row selection holds"
+                ));
+            };
+            let take = (rows - keys.len()).min(range.end - range.start);
+            let start = first + range.start as i64;
+            keys.extend(start..start + take as i64);
+            range.start += take;
+            if range.start == range.end {
+                self.ranges.pop_front();
+            }
+        }
+        Ok(keys)
+    }
 }
 
 impl FillColumns {
@@ -272,6 +381,16 @@ impl FillColumns {
             self.nulls.resize(column + 1, None);
         }
         Self::sliced(&mut self.nulls[column], rows, || new_null_array(data_type, rows))
+    }
+
+    /// The dense key of the next `rows` rows, as `target`.
+    fn dense_keys(&mut self, target: &ArrowType, rows: usize) -> Result<ArrayRef> {
+        let (first, positions) = self
+            .dense
+            .as_mut()
+            .ok_or_else(|| exec_datafusion_err!("A dense key column without row positions"))?;
+        let keys: ArrayRef = Arc::new(arrow::array::Int64Array::from(positions.next_keys(*first, rows)?));
+        cast_column(&keys, target)
     }
 
     fn zero_sequences(&mut self, rows: usize) -> ArrayRef {
@@ -294,6 +413,7 @@ fn adapt_batch(
     for (i, s) in sources.iter().enumerate() {
         columns.push(match s {
             ColumnSource::Missing(t) => fill.null(i, t, rows),
+            ColumnSource::Dense(t) => fill.dense_keys(t, rows)?,
             ColumnSource::File { name, target } => {
                 let idx = schema.index_of(name)?;
                 cast_column(batch.column(idx), target)?
@@ -335,7 +455,60 @@ mod tests {
     use arrow::array::{Array, AsArray};
     use arrow::datatypes::{DataType, Int64Type};
 
-    use super::FillColumns;
+    use datafusion::common::ScalarValue;
+
+    use super::{DenseKey, FillColumns, Positions};
+
+    /// A file is dense only when its one integer key spans exactly its row count.
+    #[test]
+    fn dense_keys_from_manifest_statistics() {
+        let long = |v: i64| vec![ScalarValue::Int64(Some(v))];
+        assert_eq!(
+            DenseKey::of_file(3, &long(10), &long(19), 10),
+            Some(DenseKey {
+                field_id: 3,
+                first: 10
+            })
+        );
+        assert_eq!(DenseKey::of_file(3, &long(10), &long(20), 10), None, "a gap");
+        assert_eq!(DenseKey::of_file(3, &long(10), &long(10), 0), None, "no rows");
+        let int = |v: i32| vec![ScalarValue::Int32(Some(v))];
+        assert_eq!(
+            DenseKey::of_file(1, &int(-5), &int(4), 10).map(|d| d.first),
+            Some(-5)
+        );
+        let text = |v: &str| vec![ScalarValue::Utf8(Some(v.into()))];
+        assert_eq!(
+            DenseKey::of_file(1, &text("a"), &text("b"), 2),
+            None,
+            "not an integer"
+        );
+        let pair = |v: i64| vec![ScalarValue::Int64(Some(v)), ScalarValue::Int64(Some(v))];
+        assert_eq!(
+            DenseKey::of_file(1, &pair(0), &pair(1), 2),
+            None,
+            "two key columns"
+        );
+        assert_eq!(
+            DenseKey::of_file(1, &long(i64::MIN), &long(i64::MAX), 5),
+            None,
+            "overflow"
+        );
+        assert_eq!(
+            DenseKey::of_file(1, &vec![ScalarValue::Int64(None)], &long(1), 2),
+            None
+        );
+    }
+
+    /// Keys follow the positions of the rows read, across ranges and batches.
+    #[test]
+    fn dense_keys_follow_row_positions() {
+        let mut positions = Positions::new(vec![2..5, 5..5, 10..12, 20..21]);
+        assert_eq!(positions.next_keys(100, 2).unwrap(), vec![102, 103]);
+        assert_eq!(positions.next_keys(100, 3).unwrap(), vec![104, 110, 111]);
+        assert_eq!(positions.next_keys(100, 1).unwrap(), vec![120]);
+        assert!(positions.next_keys(100, 1).is_err(), "more rows than selected");
+    }
 
     /// Batches of a read share one buffer per filled column; a longer batch gets a longer one.
     #[test]

@@ -14,7 +14,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::binlog::single_value_lists;
 use super::exec::ScanContext;
-use super::file_read::{read_file, FileToRead};
+use super::file_read::{read_file, DenseKey, FileToRead};
 use super::metrics::ScanMetrics;
 use super::row_selection::KeyRange;
 use super::split::{Split, SplitFile};
@@ -101,6 +101,9 @@ pub(crate) struct RunRead {
     pub(crate) filter_values: bool,
     /// Decode only these layout fields; the others read as NULL. `None`: every field.
     pub(crate) only_fields: Option<Arc<[usize]>>,
+    /// The files are data files of a sorted run (unique keys): a file whose single integer
+    /// key is dense has it computed rather than decoded ([`DenseKey`]).
+    pub(crate) dense_keys: bool,
 }
 
 impl RunRead {
@@ -108,6 +111,7 @@ impl RunRead {
     pub(crate) fn for_merge(need_sequence: bool) -> Self {
         RunRead {
             need_sequence,
+            dense_keys: true,
             ..RunRead::default()
         }
     }
@@ -169,6 +173,12 @@ pub(crate) fn run_stream(
                     },
                     footers: Some(Arc::clone(ctx.table_io.footers())),
                     only_fields: read.only_fields,
+                    dense_key: match (read.dense_keys, ctx.key_indices.as_slice()) {
+                        (true, &[key]) => {
+                            DenseKey::of_file(ctx.layout.fields[key].id, &f.min_key, &f.max_key, f.row_count)
+                        }
+                        _ => None,
+                    },
                 };
                 let batches = read_file(store, file, schema, Arc::clone(&ctx.layout), batch_size).await?;
                 let batches = RecordBatchStreamAdapter::new(Arc::clone(&ctx.layout.schema), batches);
@@ -228,7 +238,11 @@ pub(crate) fn section_stream(
     }
     if runs.len() == 1 {
         let files = runs.into_iter().next().expect("one run");
-        let stream = run_stream(ctx, dir, key_range, files, batch_size, unmerged_read(), metrics);
+        let read = RunRead {
+            dense_keys: true,
+            ..unmerged_read()
+        };
+        let stream = run_stream(ctx, dir, key_range, files, batch_size, read, metrics);
         return Ok(if ctx.keep_retracts {
             stream
         } else {
