@@ -6,7 +6,8 @@
 //! and the data the spec gives, with and without deletion vectors.
 //!
 //! The table: even keys 0..100,000 (50,000 rows, several pages per column), then a DELETE of
-//! the keys ending in 04 (few for their pages: read key columns first), then an INSERT of every multiple of 3 below 100,000 with new values.
+//! the keys ending in 04 (few for their pages: read key columns first), then an INSERT of every multiple of 11 below 100,000 with new values
+//! (few enough that the upsert's compaction leaves the top-level file alone and looks it up again).
 //! The INSERT's changelog, by the spec: `-U`/`+U` for a key that is still there, `+I` for a
 //! key never written (odd) or deleted (a delete leaves no before-image).
 
@@ -91,8 +92,8 @@ async fn check_spec_changelog(session: &PaimonSession, table: &str, options: &st
     );
     let before = latest_snapshot(&session, table).await;
     let upsert = format!(
-        "INSERT INTO {table} SELECT value * 3 AS k, value * 3 + 1000000 AS v FROM generate_series(0, {}) AS s(value)",
-        (KEYS - 1) / 3
+        "INSERT INTO {table} SELECT value * 11 AS k, value * 11 + 1000000 AS v FROM generate_series(0, {}) AS s(value)",
+        (KEYS - 1) / 11
     );
     run_sql(&session, &upsert).await.expect("upsert");
     let after = latest_snapshot(&session, table).await;
@@ -104,7 +105,7 @@ async fn check_spec_changelog(session: &PaimonSession, table: &str, options: &st
         .map(|k| (k, k))
         .collect();
     let mut expected: Vec<(String, i64, i64)> = Vec::new();
-    for k in (0..KEYS).step_by(3) {
+    for k in (0..KEYS).step_by(11) {
         let new = k + 1_000_000;
         match state.insert(k, new) {
             Some(old) => {
