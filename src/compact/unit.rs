@@ -32,7 +32,7 @@ use crate::deletion_vector::DeletionVectorIndex;
 use crate::io::{DataFileRows, RollingFileWriter};
 use crate::merge::{is_retract, MergeEngineSpec};
 use crate::meta::{PartitionBucket, TableMeta};
-use crate::scan::{decoded_ahead, read_file, FileToRead, ReadLayout};
+use crate::scan::{decoded_ahead, read_file, DenseKey, FileToRead, ReadLayout};
 use crate::spec::{row_kind, DataFileMeta, FileKind, ManifestEntry, MergeEngine, TableSchema};
 
 /// `file_source` of files written by compaction.
@@ -184,18 +184,21 @@ impl BucketCompaction<'_> {
             .io()
             .data_file_path(&self.dir, &file.file_name, file.external_path.as_deref());
         let file_schema = self.meta.schema(file.schema_id).await?;
+        let whole = FileToRead::whole(
+            path,
+            file.file_size as u64,
+            true,
+            if apply_deletions {
+                self.deletion_vectors.get(&file.file_name).cloned()
+            } else {
+                None
+            },
+        );
+        // a data file's keys are unique: a dense key is computed, not decoded
+        let dense_key = DenseKey::of_data_file(file, &file_schema);
         let stream = read_file(
             Arc::clone(self.meta.io().store()),
-            FileToRead::whole(
-                path,
-                file.file_size as u64,
-                true,
-                if apply_deletions {
-                    self.deletion_vectors.get(&file.file_name).cloned()
-                } else {
-                    None
-                },
-            ),
+            FileToRead { dense_key, ..whole },
             file_schema,
             Arc::clone(layout),
             self.batch_size,

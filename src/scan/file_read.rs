@@ -20,7 +20,7 @@ use super::row_selection::{wanted_rows, KeyRange, StatsPruning};
 use crate::deletion_vector::DvRef;
 use crate::format::{OpenedFile, ValueFilter};
 use crate::io::FooterCache;
-use crate::spec::{DataField, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
+use crate::spec::{BinaryRow, DataField, DataFileMeta, TableSchema, SEQUENCE_NUMBER, VALUE_KIND};
 
 /// What to read from every file of a scan: value columns by field id, plus the system columns
 /// of primary-key files when `with_system_columns` is set.
@@ -119,6 +119,17 @@ impl DenseKey {
         let (min, max) = (integer(min)?, integer(max)?);
         (rows > 0 && max.checked_sub(min)?.checked_add(1)? == rows)
             .then_some(DenseKey { field_id, first: min })
+    }
+
+    /// [`DenseKey::of_file`] from a data file's manifest entry, written with `file_schema`.
+    pub(crate) fn of_data_file(file: &DataFileMeta, file_schema: &TableSchema) -> Option<Self> {
+        let [key] = file_schema.trimmed_primary_keys()[..] else {
+            return None;
+        };
+        let types = [key.data_type.clone()];
+        let min = BinaryRow::decode(&file.min_key, &types).ok()?.values;
+        let max = BinaryRow::decode(&file.max_key, &types).ok()?.values;
+        Self::of_file(key.id, &min, &max, file.row_count)
     }
 }
 
