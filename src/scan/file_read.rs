@@ -249,7 +249,7 @@ pub(crate) async fn read_opened_file(
                 Some(dv) => crate::format::intersect_ranges(&dv.kept_row_ranges(rows as u64), &read),
                 None => read,
             };
-            Some((*dense, Positions::new(read)))
+            Some((*dense, RowPositions::new(read)))
         }
         _ => None,
     };
@@ -342,38 +342,52 @@ struct FillColumns {
     nulls: Vec<Option<ArrayRef>>,
     zero_sequences: Option<ArrayRef>,
     /// The dense key's first value and the positions of the rows still to come.
-    dense: Option<(i64, Positions)>,
+    dense: Option<(i64, RowPositions)>,
 }
 
-/// Positions of the rows a read returns, in order: ascending ranges, consumed batch by batch.
+/// The file positions of the rows a read returns, in order: the ascending ranges it selected,
+/// consumed batch by batch.
 #[derive(Debug, Clone)]
-struct Positions {
+pub(crate) struct RowPositions {
     ranges: std::collections::VecDeque<Range<usize>>,
 }
 
-impl Positions {
-    fn new(ranges: Vec<Range<usize>>) -> Self {
-        Positions {
+impl RowPositions {
+    pub(crate) fn new(ranges: Vec<Range<usize>>) -> Self {
+        RowPositions {
             ranges: ranges.into_iter().filter(|r| r.start < r.end).collect(),
         }
     }
 
-    /// `first` plus the positions of the next `rows` rows.
-    fn next_keys(&mut self, first: i64, rows: usize) -> Result<Vec<i64>> {
-        let mut keys = Vec::with_capacity(rows);
-        while keys.len() < rows {
+    /// The positions of the next `rows` rows, as ranges; fewer rows once the selection ends.
+    pub(crate) fn take(&mut self, rows: usize) -> Vec<Range<usize>> {
+        let mut taken = Vec::new();
+        let mut left = rows;
+        while left > 0 {
             let Some(range) = self.ranges.front_mut() else {
-                return Err(exec_datafusion_err!(
-                    "A data file returned more rows than its row selection holds"
-                ));
+                break;
             };
-            let take = (rows - keys.len()).min(range.end - range.start);
-            let start = first + range.start as i64;
-            keys.extend(start..start + take as i64);
-            range.start += take;
+            let step = left.min(range.end - range.start);
+            taken.push(range.start..range.start + step);
+            range.start += step;
+            left -= step;
             if range.start == range.end {
                 self.ranges.pop_front();
             }
+        }
+        taken
+    }
+
+    /// `first` plus the position of each of the next `rows` rows (the keys of a dense file).
+    fn next_keys(&mut self, first: i64, rows: usize) -> Result<Vec<i64>> {
+        let mut keys = Vec::with_capacity(rows);
+        for range in self.take(rows) {
+            keys.extend(first + range.start as i64..first + range.end as i64);
+        }
+        if keys.len() < rows {
+            return Err(exec_datafusion_err!(
+                "A data file returned more rows than its row selection holds"
+            ));
         }
         Ok(keys)
     }
@@ -468,7 +482,7 @@ mod tests {
 
     use datafusion::common::ScalarValue;
 
-    use super::{DenseKey, FillColumns, Positions};
+    use super::{DenseKey, FillColumns, RowPositions};
 
     /// A file is dense only when its one integer key spans exactly its row count.
     #[test]
@@ -514,7 +528,7 @@ mod tests {
     /// Keys follow the positions of the rows read, across ranges and batches.
     #[test]
     fn dense_keys_follow_row_positions() {
-        let mut positions = Positions::new(vec![2..5, 5..5, 10..12, 20..21]);
+        let mut positions = RowPositions::new(vec![2..5, 5..5, 10..12, 20..21]);
         assert_eq!(positions.next_keys(100, 2).unwrap(), vec![102, 103]);
         assert_eq!(positions.next_keys(100, 3).unwrap(), vec![104, 110, 111]);
         assert_eq!(positions.next_keys(100, 1).unwrap(), vec![120]);

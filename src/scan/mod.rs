@@ -16,7 +16,7 @@ mod stream;
 pub(crate) use binlog::list_type;
 pub use exec::PaimonScanExec;
 pub(crate) use exec::{ReadView, ScanContext};
-pub(crate) use file_read::{read_file, read_opened_file, DenseKey, FileToRead, ReadLayout};
+pub(crate) use file_read::{read_file, read_opened_file, DenseKey, FileToRead, ReadLayout, RowPositions};
 pub use incremental::PaimonIncrementalScanExec;
 pub(crate) use parallel::{spread_diffs_over_partitions, spread_over_partitions};
 pub(crate) use plan::{

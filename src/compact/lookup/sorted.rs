@@ -16,7 +16,7 @@ use object_store::ObjectStore;
 
 use super::{Found, LookupContext};
 use crate::deletion_vector::DeletionVector;
-use crate::scan::{file_key_units, read_opened_file, FileToRead, ReadLayout};
+use crate::scan::{file_key_units, read_opened_file, FileToRead, ReadLayout, RowPositions};
 use crate::spec::TableSchema;
 use parquet::file::metadata::ParquetMetaData;
 
@@ -243,7 +243,7 @@ impl SortedFile {
         keep_rows: bool,
     ) -> Result<Option<(Vec<arrow::array::RecordBatch>, Vec<(usize, u64)>)>> {
         let mut stream = Box::pin(self.read(ctx, layout, ranges.clone()).await?);
-        let mut positions = Positions::new(ranges);
+        let mut positions = RowPositions::new(ranges);
         let mut next = 0; // into `wanted`
         let mut pieces = Vec::new();
         let mut hits = Vec::new();
@@ -255,7 +255,12 @@ impl SortedFile {
             if let Some(progress) = ctx.progress {
                 progress.add_rows_read(batch.num_rows());
             }
-            let batch_positions = positions.take(batch.num_rows());
+            let batch_positions: Vec<u64> = positions
+                .take(batch.num_rows())
+                .into_iter()
+                .flatten()
+                .map(|p| p as u64)
+                .collect();
             if batch_positions.len() != batch.num_rows() {
                 return Err(exec_datafusion_err!(
                     "Lookup in data file /{} read more rows than it selected",
@@ -321,38 +326,5 @@ impl SortedFile {
             }
         }
         ranges
-    }
-}
-
-/// The file positions of the rows a read of `ranges` returns, batch by batch.
-struct Positions {
-    ranges: std::vec::IntoIter<Range<usize>>,
-    current: Range<usize>,
-}
-
-impl Positions {
-    fn new(ranges: Vec<Range<usize>>) -> Self {
-        Positions {
-            ranges: ranges.into_iter(),
-            current: 0..0,
-        }
-    }
-
-    /// The positions of the next `n` rows.
-    fn take(&mut self, n: usize) -> Vec<u64> {
-        let mut out = Vec::with_capacity(n);
-        while out.len() < n {
-            if self.current.is_empty() {
-                match self.ranges.next() {
-                    Some(r) => self.current = r,
-                    None => break,
-                }
-                continue;
-            }
-            let step = (n - out.len()).min(self.current.len());
-            out.extend((self.current.start..self.current.start + step).map(|p| p as u64));
-            self.current.start += step;
-        }
-        out
     }
 }
