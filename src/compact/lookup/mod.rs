@@ -17,8 +17,9 @@ mod sorted;
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, RecordBatch, UInt32Array};
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, UInt32Array};
 use arrow::compute::{concat_batches, take_record_batch};
+use arrow::datatypes::Int64Type;
 use arrow::row::{OwnedRow, RowConverter, Rows};
 use datafusion::common::Result;
 use futures::TryStreamExt;
@@ -31,7 +32,7 @@ use crate::deletion_vector::{DeletionVector, DeletionVectorIndex};
 use crate::format::FileFormat;
 use crate::meta::TableMeta;
 use crate::progress::StatementProgress;
-use crate::scan::{read_file, FileToRead, ReadLayout};
+use crate::scan::{read_file, DenseKey, FileToRead, ReadLayout};
 use crate::spec::{BinaryRow, DataType, ManifestEntry, TableSchema};
 
 pub(crate) use self::cache::DEFAULT_CACHE_BYTES;
@@ -153,6 +154,9 @@ struct Source {
     /// Its deletion vector at the compacted snapshot: a key whose row it masks is not in this
     /// file any more.
     deleted: Option<DeletionVector>,
+    /// The key of its first row when its single integer key is dense ([`DenseKey`]): a key's
+    /// row is then found by subtraction.
+    dense_first: Option<i64>,
     /// Its smallest and largest key (encoded); unbounded where unknown.
     min: Option<OwnedRow>,
     max: Option<OwnedRow>,
@@ -197,6 +201,7 @@ impl<'a> LookupFiles<'a> {
                     .io()
                     .data_file_path(dir, &file.file_name, file.external_path.as_deref()),
                 size: file.file_size.max(0) as u64,
+                dense_first: DenseKey::of_data_file(file, &file_schema).map(|dense| dense.first),
                 min: encode_key(&ctx, &file.min_key, &key_types),
                 max: encode_key(&ctx, &file.max_key, &key_types),
                 file_schema,
@@ -218,6 +223,14 @@ impl<'a> LookupFiles<'a> {
     pub(crate) async fn find(&mut self, keys: &[ArrayRef]) -> Result<LookupHits> {
         let encoded = self.ctx.converter.convert_columns(keys)?;
         let first_keys = self.ctx.first_key.convert_columns(&keys[..1])?;
+        // a single integer key, as numbers, for files whose keys are dense
+        let numbers = match keys {
+            [key] if key.data_type().is_integer() => {
+                Some(arrow::compute::cast(key, &arrow::datatypes::DataType::Int64)?)
+            }
+            _ => None,
+        };
+        let numbers = numbers.as_ref().map(|n| n.as_primitive::<Int64Type>());
         let mut found: Vec<Option<usize>> = vec![None; encoded.num_rows()];
         let mut missing: Vec<usize> = (0..encoded.num_rows()).collect();
         let mut origin: Vec<(usize, u64)> = Vec::new();
@@ -238,7 +251,7 @@ impl<'a> LookupFiles<'a> {
                 continue;
             }
             let rows = source
-                .find(&self.ctx, &encoded, &first_keys, &missing[from..to])
+                .find(&self.ctx, &encoded, &first_keys, numbers, &missing[from..to])
                 .await?;
             for &(wanted, position) in &rows.hits {
                 found[wanted] = Some(origin.len());
@@ -261,6 +274,7 @@ impl Source {
         ctx: &LookupContext<'_>,
         keys: &Rows,
         first_keys: &Rows,
+        numbers: Option<&Int64Array>,
         wanted: &[usize],
     ) -> Result<Found> {
         if matches!(self.reader, Reader::Unopened) {
@@ -268,8 +282,9 @@ impl Source {
         }
         match &self.reader {
             Reader::Sorted(file) => {
+                let dense = self.dense_first.zip(numbers);
                 if let Some(found) = file
-                    .find(ctx, keys, first_keys, wanted, self.deleted.as_ref())
+                    .find(ctx, keys, first_keys, dense, wanted, self.deleted.as_ref())
                     .await?
                 {
                     return Ok(found);
@@ -284,7 +299,7 @@ impl Source {
                 self.reader = self
                     .decode_whole(ctx, Arc::clone(ctx.store), self.path.clone(), cache_key)
                     .await?;
-                Box::pin(self.find(ctx, keys, first_keys, wanted)).await
+                Box::pin(self.find(ctx, keys, first_keys, numbers, wanted)).await
             }
             Reader::Cached(file) => {
                 let mut rows: Vec<u32> = Vec::new();

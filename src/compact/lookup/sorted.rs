@@ -6,7 +6,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow::array::UInt32Array;
+use arrow::array::{Array, Int64Array, UInt32Array};
 use arrow::compute::take_record_batch;
 use arrow::row::{OwnedRow, Rows};
 use datafusion::common::{exec_datafusion_err, Result};
@@ -110,15 +110,32 @@ impl SortedFile {
     ///
     /// Where the wanted keys are few for the rows their pages hold, the key columns are read
     /// first and the whole rows only for the keys found (pages without one are not decoded);
-    /// otherwise whole rows are read in one pass.
+    /// otherwise whole rows are read in one pass. A file whose keys are dense (`dense`: its
+    /// first key and the wanted keys as numbers) is not searched: a key's row is its distance
+    /// from the first key, and only those rows are read.
     pub(super) async fn find(
         &self,
         ctx: &LookupContext<'_>,
         keys: &Rows,
         first_keys: &Rows,
+        dense: Option<(i64, &Int64Array)>,
         wanted: &[usize],
         deleted: Option<&DeletionVector>,
     ) -> Result<Option<Found>> {
+        if let Some((first, numbers)) = dense {
+            let hits = wanted
+                .iter()
+                .filter(|&&w| numbers.is_valid(w))
+                .filter_map(|&w| {
+                    let position = u64::try_from(numbers.value(w).checked_sub(first)?).ok()?;
+                    (position < self.row_count as u64).then_some((w, position))
+                })
+                .filter(|(_, position)| {
+                    deleted.is_none_or(|dv| dv.positions().binary_search(position).is_err())
+                })
+                .collect();
+            return self.rows_found(ctx, keys, hits).await.map(Some);
+        }
         let mut ranges = self.ranges_to_read(first_keys, wanted);
         if let Some(dv) = deleted.filter(|dv| !dv.is_empty()) {
             ranges = crate::format::intersect_ranges(&ranges, &dv.kept_row_ranges(self.row_count as u64));
@@ -155,8 +172,20 @@ impl SortedFile {
         else {
             return Ok(None);
         };
+        self.rows_found(ctx, keys, hits).await.map(Some)
+    }
+
+    /// The whole rows of `hits` (wanted key, position; ascending), checked to hold the keys
+    /// they were found for.
+    async fn rows_found(
+        &self,
+        ctx: &LookupContext<'_>,
+        keys: &Rows,
+        hits: Vec<(usize, u64)>,
+    ) -> Result<Found> {
+        let mut found = Found::empty(ctx.layout);
         if hits.is_empty() {
-            return Ok(Some(found));
+            return Ok(found);
         }
         let mut rows: Vec<Range<usize>> = Vec::new();
         for &(_, position) in &hits {
@@ -197,7 +226,7 @@ impl SortedFile {
             progress.add_rows_read(hits.len());
         }
         found.hits = hits;
-        Ok(Some(found))
+        Ok(found)
     }
 
     /// The rows `ranges` of the file in `layout`.
