@@ -40,6 +40,11 @@ impl DeletionVector {
         self.positions.is_empty()
     }
 
+    /// Whether the row at `position` is deleted.
+    pub(crate) fn contains(&self, position: u64) -> bool {
+        self.positions.binary_search(&position).is_ok()
+    }
+
     /// [`Self::kept_ranges`] as the `usize` ranges row selections take.
     pub(crate) fn kept_row_ranges(&self, rows: u64) -> Vec<std::ops::Range<usize>> {
         self.kept_ranges(rows)

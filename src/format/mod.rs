@@ -22,7 +22,7 @@ mod orc_write;
 mod parquet;
 mod value_filter;
 
-pub(crate) use parquet::intersect_ranges;
+pub(crate) use parquet::{intersect_ranges, rows_read};
 pub(crate) use value_filter::{FileValueFilter, ValueFilter};
 
 use crate::io::{CachedFooter, FooterCache};

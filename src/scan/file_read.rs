@@ -241,19 +241,12 @@ pub(crate) async fn read_opened_file(
         .and_then(|f| f.for_file(&file_schema, &file_arrow));
     // Rows come back in the order of their positions, which are known unless a filter in the
     // reader drops some.
-    let dense_key = match (&file.dense_key, opened.parquet_metadata()) {
-        (Some(dense), Some(metadata)) if filter.is_none() => {
-            let rows = metadata.file_metadata().num_rows().max(0) as usize;
-            let read = rows_needed.clone().unwrap_or_else(|| vec![0..rows]);
-            let read = match &deleted {
-                Some(dv) => crate::format::intersect_ranges(&dv.kept_row_ranges(rows as u64), &read),
-                None => read,
-            };
-            Some((*dense, RowPositions::new(read)))
-        }
-        _ => None,
-    };
-    let mut positions = None;
+    let opened_rows = opened
+        .parquet_metadata()
+        .map(|metadata| metadata.file_metadata().num_rows().max(0) as usize);
+    let dense_key = file
+        .dense_key
+        .filter(|_| filter.is_none() && opened_rows.is_some());
     let sources: Vec<ColumnSource> = layout
         .fields
         .iter()
@@ -263,11 +256,8 @@ pub(crate) async fn read_opened_file(
             if skipped(i) {
                 return ColumnSource::Missing(target);
             }
-            if let Some((dense, rows)) = &dense_key {
-                if dense.field_id == f.id {
-                    positions = Some((dense.first, rows.clone()));
-                    return ColumnSource::Dense(target);
-                }
+            if dense_key.is_some_and(|dense| dense.field_id == f.id) {
+                return ColumnSource::Dense(target);
             }
             match by_id.get(&f.id) {
                 Some(old) if file_arrow.index_of(&old.name).is_ok() => ColumnSource::File {
@@ -319,8 +309,18 @@ pub(crate) async fn read_opened_file(
         }
         None => None,
     };
+    let dense = match (dense_key, opened_rows) {
+        (Some(dense), Some(rows)) if sources.iter().any(|s| matches!(s, ColumnSource::Dense(_))) => {
+            let read = crate::format::rows_read(rows, deleted.as_ref(), rows_needed.as_deref());
+            Some((
+                dense.first,
+                RowPositions::new(read.unwrap_or_else(|| vec![0..rows])),
+            ))
+        }
+        _ => None,
+    };
     let mut fill = FillColumns {
-        dense: positions,
+        dense,
         ..FillColumns::default()
     };
     Ok(stream.and_then(move |batch| {

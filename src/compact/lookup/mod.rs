@@ -308,10 +308,7 @@ impl Source {
                     let Some(row) = file.get(keys.row(w)) else {
                         continue;
                     };
-                    let masked = self
-                        .deleted
-                        .as_ref()
-                        .is_some_and(|dv| dv.positions().binary_search(&(row as u64)).is_ok());
+                    let masked = self.deleted.as_ref().is_some_and(|dv| dv.contains(row as u64));
                     if !masked {
                         rows.push(row as u32);
                         hits.push((w, row as u64));

@@ -130,9 +130,7 @@ impl SortedFile {
                     let position = u64::try_from(numbers.value(w).checked_sub(first)?).ok()?;
                     (position < self.row_count as u64).then_some((w, position))
                 })
-                .filter(|(_, position)| {
-                    deleted.is_none_or(|dv| dv.positions().binary_search(position).is_err())
-                })
+                .filter(|(_, position)| deleted.is_none_or(|dv| !dv.contains(*position)))
                 .collect();
             return self.rows_found(ctx, keys, hits).await.map(Some);
         }

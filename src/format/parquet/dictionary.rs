@@ -67,35 +67,32 @@ impl Sizes {
 }
 
 /// Values of a primitive column (integers, floats by their bits, decimals, dates and times),
-/// told apart by their bytes as the dictionary tells them apart.
+/// told apart by their bytes as the dictionary tells them apart; stored without a length.
 fn fixed_width(sample: &ArrayRef, width: usize) -> Sizes {
     let data = sample.to_data();
     let start = data.offset() * width;
     let values = &data.buffers()[0].as_slice()[start..start + data.len() * width];
-    let mut distinct: HashSet<&[u8]> = HashSet::new();
-    let mut count = 0;
-    for (row, value) in values.chunks_exact(width).enumerate() {
-        if sample.is_valid(row) {
-            count += 1;
-            distinct.insert(value);
-        }
-    }
-    Sizes {
-        values: count,
-        distinct: distinct.len(),
-        plain: count * width,
-        dictionary: distinct.len() * width,
-    }
+    let values = values.chunks_exact(width).enumerate();
+    sizes(
+        values.map(|(row, value)| sample.is_valid(row).then_some(value)),
+        0,
+    )
 }
 
+/// Strings and binaries: stored with a 4-byte length each.
 fn bytes<'a>(values: impl Iterator<Item = Option<&'a [u8]>>) -> Sizes {
+    sizes(values, 4)
+}
+
+/// The sizes of `values` (nulls take no bytes), each stored with `prefix` bytes of length.
+fn sizes<'a>(values: impl Iterator<Item = Option<&'a [u8]>>, prefix: usize) -> Sizes {
     let mut distinct: HashSet<&[u8]> = HashSet::new();
     let (mut count, mut plain, mut dictionary) = (0, 0, 0);
     for value in values.flatten() {
         count += 1;
-        plain += value.len() + 4;
+        plain += value.len() + prefix;
         if distinct.insert(value) {
-            dictionary += value.len() + 4;
+            dictionary += value.len() + prefix;
         }
     }
     Sizes {

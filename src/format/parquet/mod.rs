@@ -114,13 +114,7 @@ impl Opened {
             .collect();
         let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
         let rows = builder.metadata().file_metadata().num_rows().max(0) as usize;
-        let kept = match (deleted, wanted) {
-            (None, None) => None,
-            (Some(dv), None) => Some(dv.kept_row_ranges(rows as u64)),
-            (None, Some(w)) => Some(w.to_vec()),
-            (Some(dv), Some(w)) => Some(intersect_ranges(&dv.kept_row_ranges(rows as u64), w)),
-        };
-        let builder = match kept {
+        let builder = match rows_read(rows, deleted, wanted) {
             Some(kept) => {
                 builder.with_row_selection(RowSelection::from_consecutive_ranges(kept.into_iter(), rows))
             }
@@ -149,6 +143,21 @@ impl Opened {
                 Err(panic) => Err(super::decoder_panicked("Parquet", &path, panic.as_ref())),
             })
             .boxed())
+    }
+}
+
+/// The rows of a file of `rows` rows that a read of the `wanted` rows (all if `None`) returns
+/// once `deleted` masks its rows, as ascending ranges; `None` when that is every row.
+pub(crate) fn rows_read(
+    rows: usize,
+    deleted: Option<&DeletionVector>,
+    wanted: Option<&[Range<usize>]>,
+) -> Option<Vec<Range<usize>>> {
+    match (deleted, wanted) {
+        (None, None) => None,
+        (Some(dv), None) => Some(dv.kept_row_ranges(rows as u64)),
+        (None, Some(w)) => Some(w.to_vec()),
+        (Some(dv), Some(w)) => Some(intersect_ranges(&dv.kept_row_ranges(rows as u64), w)),
     }
 }
 
