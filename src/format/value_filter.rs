@@ -99,6 +99,17 @@ impl ValueFilter {
         Self::new(table, &on_keys)
     }
 
+    /// The predicate, over the columns of [`Self::field_ids`] (column `i` reads field
+    /// `field_ids()[i]`).
+    pub(crate) fn expr(&self) -> &Arc<dyn PhysicalExpr> {
+        &self.expr
+    }
+
+    /// Field id of each column the predicate reads, in table order.
+    pub(crate) fn field_ids(&self) -> &[i32] {
+        &self.field_ids
+    }
+
     /// The filter for one file written with `file_schema` (Arrow columns `file_arrow`), or
     /// `None` if the file lacks one of the columns.
     pub(crate) fn for_file(

@@ -16,6 +16,7 @@ use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::ObjectStore;
 
+use super::dense_rows::dense_rows;
 use super::row_selection::{wanted_rows, KeyRange, StatsPruning};
 use crate::deletion_vector::DvRef;
 use crate::format::{OpenedFile, ValueFilter};
@@ -133,7 +134,7 @@ impl DenseKey {
     }
 }
 
-fn integer(value: &ScalarValue) -> Option<i64> {
+pub(super) fn integer(value: &ScalarValue) -> Option<i64> {
     match value {
         ScalarValue::Int8(Some(v)) => Some(i64::from(*v)),
         ScalarValue::Int16(Some(v)) => Some(i64::from(*v)),
@@ -222,11 +223,30 @@ pub(crate) async fn read_opened_file(
         ),
         _ => None,
     };
-    let rows_needed = match (pruned, &file.rows) {
+    let mut rows_needed = match (pruned, &file.rows) {
         (Some(pruned), Some(rows)) => Some(crate::format::intersect_ranges(&pruned, rows)),
         (None, Some(rows)) => Some(rows.to_vec()),
         (pruned, None) => pruned,
     };
+    // Rows come back in the order of their positions, which are known unless a filter in the
+    // reader drops some.
+    let opened_rows = opened
+        .parquet_metadata()
+        .map(|metadata| metadata.file_metadata().num_rows().max(0) as usize);
+    // A dense key's filter finds its rows by subtraction; when they are exactly the rows it
+    // keeps, it needs no evaluation and the key no decoding.
+    let mut value_filter = file.value_filter.as_ref();
+    if let (Some(dense), Some(filter), Some(rows)) = (file.dense_key, value_filter, opened_rows) {
+        if let Some(found) = dense_rows(filter, dense, rows) {
+            rows_needed = Some(match rows_needed {
+                Some(needed) => crate::format::intersect_ranges(&needed, &found.ranges),
+                None => found.ranges,
+            });
+            if found.exact {
+                value_filter = None;
+            }
+        }
+    }
     let by_id: HashMap<i32, &DataField> = file_schema.fields.iter().map(|f| (f.id, f)).collect();
 
     // (the key range's column is always decoded: the range filters on it)
@@ -235,15 +255,7 @@ pub(crate) async fn read_opened_file(
         file.only_fields.as_ref().is_some_and(|only| !only.contains(&i))
             && range_field != Some(layout.fields[i].id)
     };
-    let filter = file
-        .value_filter
-        .as_ref()
-        .and_then(|f| f.for_file(&file_schema, &file_arrow));
-    // Rows come back in the order of their positions, which are known unless a filter in the
-    // reader drops some.
-    let opened_rows = opened
-        .parquet_metadata()
-        .map(|metadata| metadata.file_metadata().num_rows().max(0) as usize);
+    let filter = value_filter.and_then(|f| f.for_file(&file_schema, &file_arrow));
     let dense_key = file
         .dense_key
         .filter(|_| filter.is_none() && opened_rows.is_some());

@@ -3,6 +3,7 @@
 
 mod binlog;
 mod bucket_filter;
+mod dense_rows;
 mod exec;
 mod file_read;
 pub(crate) mod incremental;
