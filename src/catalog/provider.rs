@@ -22,6 +22,7 @@ use url::Url;
 
 use crate::io::FileIO;
 use crate::meta::TableMeta;
+use crate::sql::options_hint;
 use crate::system_tables;
 use crate::table::{open_table_with_latest, ReadView};
 
@@ -245,6 +246,18 @@ impl SchemaProvider for PaimonDatabase {
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
         if let Some(table) = self.session_table(name) {
             return Ok(Some(table));
+        }
+        // `t /*+ OPTIONS(...) */`: a reference with Flink's dynamic options
+        // (`crate::sql::options_hint`), read with them over the session's
+        if let Some((table, hint)) = options_hint::split_hinted_name(name)? {
+            let session = self
+                .read_options
+                .read()
+                .expect("options lock is never poisoned")
+                .clone();
+            return self
+                .load_with(table, &options_hint::with_hint(session, hint))
+                .await;
         }
         self.load(name).await
     }

@@ -8,6 +8,7 @@ pub(crate) mod ddl;
 mod dispatch;
 mod incremental_function;
 mod insert_overwrite;
+pub(crate) mod options_hint;
 mod procedures;
 mod result_frame;
 mod session_options;
@@ -164,11 +165,21 @@ impl PaimonSession {
         Ok(done)
     }
 
+    /// `sql` with Flink's `/*+ OPTIONS('key' = 'value') */` hints moved into the names of the
+    /// tables they follow, where the catalog reads them (SQL parsers drop comments, so a hint
+    /// left in place would be ignored). [`PaimonSession::sql`] does this itself; a caller that
+    /// runs statements through [`PaimonSession::try_paimon_statement`] and its own planner
+    /// (as `paimon-sql` does) passes both the text this returns.
+    pub fn expand_options_hints<'a>(&self, sql: &'a str) -> Result<std::borrow::Cow<'a, str>> {
+        options_hint::expand_options_hints(sql, ddl::names::normalizes_identifiers(self))
+    }
+
     /// Runs one SQL statement: our statements first, everything else through DataFusion.
     pub async fn sql(&self, sql: &str) -> Result<DataFrame> {
-        if let Some(df) = self.try_paimon_statement(sql).await? {
+        let sql = self.expand_options_hints(sql)?;
+        if let Some(df) = self.try_paimon_statement(&sql).await? {
             return Ok(df);
         }
-        self.ctx.sql(sql).await
+        self.ctx.sql(&sql).await
     }
 }

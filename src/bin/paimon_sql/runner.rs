@@ -68,6 +68,9 @@ impl Runner {
         // Timed from the start: DDL and procedures (`CALL sys.compact`) run while they are
         // recognised, before their (empty) result is collected.
         let start = std::time::Instant::now();
+        // `/*+ OPTIONS(…) */` hints moved into table names, where the catalog reads them
+        let expanded = self.session.expand_options_hints(sql)?;
+        let sql: &str = &expanded;
         let json = matches!(self.print_options.format, PrintFormat::Json | PrintFormat::NdJson);
         self.json_maps.store(json, Ordering::Relaxed);
         if let Some(SessionStatement::Set { key, .. }) = parse_session_statement(sql) {

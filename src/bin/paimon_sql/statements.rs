@@ -6,7 +6,8 @@
 //! `PaimonSession::try_session_statement` before DataFusion sees it.
 //!
 //! Comments are removed from the statements: a statement that is only a comment disappears,
-//! and `-- time travel\nSET paimon.… = …` is still recognised as a session statement.
+//! and `-- time travel\nSET paimon.… = …` is still recognised as a session statement. Hints
+//! (`/*+ OPTIONS(…) */`, Flink's dynamic table options) are kept: they change what a query reads.
 //! Quoting follows standard SQL: `'…'` strings, `"…"` and `` `…` `` identifiers, each with the
 //! quote doubled to escape it; `--` line comments and nestable `/* … */` block comments.
 
@@ -39,6 +40,8 @@ enum State {
     Normal,
     Quoted(char),
     LineComment,
+    /// Inside `/*+ … */`, kept verbatim.
+    Hint,
     BlockComment(usize),
 }
 
@@ -60,6 +63,11 @@ pub fn split_statements(text: &str) -> Split {
                 ('-', Some('-')) => {
                     chars.next();
                     State::LineComment
+                }
+                ('/', Some('*')) if text[i + 2..].starts_with('+') => {
+                    chars.next();
+                    current.push_str("/*");
+                    State::Hint
                 }
                 ('/', Some('*')) => {
                     chars.next();
@@ -93,6 +101,16 @@ pub fn split_statements(text: &str) -> Split {
                 State::Normal
             }
             State::LineComment => State::LineComment,
+            State::Hint => {
+                current.push(c);
+                if c == '*' && next == Some('/') {
+                    chars.next();
+                    current.push('/');
+                    State::Normal
+                } else {
+                    State::Hint
+                }
+            }
             State::BlockComment(depth) => match (c, next) {
                 ('*', Some('/')) => {
                     chars.next();
@@ -110,7 +128,7 @@ pub fn split_statements(text: &str) -> Split {
             },
         };
     }
-    split.open = matches!(state, State::Quoted(_) | State::BlockComment(_));
+    split.open = matches!(state, State::Quoted(_) | State::BlockComment(_) | State::Hint);
     split.rest = current.trim().to_string();
     split
 }
@@ -149,6 +167,18 @@ mod tests {
                     SET paimon.scan.snapshot-id = '1'; -- trailing\n\
                     /* block; /* nested; */ still comment */ SELECT 1 -- done\n;;\n-- only a comment";
         assert_eq!(all(text), ["SET paimon.scan.snapshot-id = '1'", "SELECT 1"]);
+    }
+
+    #[test]
+    fn keeps_options_hints() {
+        assert_eq!(
+            all("SELECT * FROM t /*+ OPTIONS('scan.snapshot-id'='1') */ /* gone */; SELECT 2"),
+            [
+                "SELECT * FROM t /*+ OPTIONS('scan.snapshot-id'='1') */",
+                "SELECT 2"
+            ]
+        );
+        assert!(split_statements("SELECT * FROM t /*+ OPTIONS(").open);
     }
 
     #[test]
