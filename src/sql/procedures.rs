@@ -166,7 +166,7 @@ async fn expire_snapshots_procedure(session: &PaimonSession, call: &Call) -> Res
     let now = chrono::Utc::now().timestamp_millis();
     let older_than = match call.arg("older_than", 3) {
         None => now - options.time_retained_ms,
-        Some(text) => parse_timestamp_ms(text)
+        Some(text) => crate::table::parse_time(text)
             .ok_or_else(|| plan_datafusion_err!("sys.expire_snapshots: invalid older_than '{text}': expected 'yyyy-MM-dd HH:mm:ss' or epoch millis"))?,
     };
     let meta = session.catalog().table_meta(&name.database, &name.table);
@@ -200,7 +200,7 @@ async fn expire_changelogs_procedure(session: &PaimonSession, call: &Call) -> Re
     }
     let older_than = match call.arg("older_than", 3) {
         None => chrono::Utc::now().timestamp_millis() - time_retained_ms,
-        Some(text) => parse_timestamp_ms(text)
+        Some(text) => crate::table::parse_time(text)
             .ok_or_else(|| plan_datafusion_err!("sys.expire_changelogs: invalid older_than '{text}': expected 'yyyy-MM-dd HH:mm:ss' or epoch millis"))?,
     };
     let all = match call.arg("delete_all", 5).map(|v| v.trim().to_ascii_lowercase()) {
@@ -223,7 +223,7 @@ async fn remove_orphan_files(session: &PaimonSession, call: &Call) -> Result<Dat
     let now = chrono::Utc::now().timestamp_millis();
     let older_than = match call.arg("older_than", 1) {
         None => now - 86_400_000,
-        Some(text) => parse_timestamp_ms(text).ok_or_else(|| {
+        Some(text) => crate::table::parse_time(text).ok_or_else(|| {
             plan_datafusion_err!("sys.remove_orphan_files: invalid older_than '{text}': expected 'yyyy-MM-dd HH:mm:ss' or epoch millis")
         })?,
     };
@@ -424,25 +424,6 @@ async fn changelog_capability(session: &PaimonSession, call: &Call) -> Result<Da
         ],
     )?;
     crate::sql::result_frame::result_frame(session.context(), &[batch])
-}
-
-/// A local timestamp `yyyy-MM-dd HH:mm:ss[.SSS]` (or a date) as epoch millis, or epoch millis.
-fn parse_timestamp_ms(text: &str) -> Option<i64> {
-    let text = text.trim();
-    if let Ok(millis) = text.parse::<i64>() {
-        return Some(millis);
-    }
-    let local = chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S%.f")
-        .or_else(|_| {
-            chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
-                .map(|d| d.and_hms_opt(0, 0, 0).expect("midnight"))
-        })
-        .ok()?;
-    use chrono::TimeZone;
-    chrono::Local
-        .from_local_datetime(&local)
-        .earliest()
-        .map(|t| t.timestamp_millis())
 }
 
 /// The table named by a procedure's first argument, and its latest schema.

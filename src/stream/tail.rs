@@ -153,16 +153,8 @@ impl Tail {
                 (before.max(earliest.unwrap_or(1) - 1), false)
             }
             StartMode::CompactedFull => {
-                let mut compacted = None;
-                for id in (earliest.unwrap_or(1)..=latest).rev() {
-                    if meta.snapshot(id).await?.commit_kind == "COMPACT" {
-                        compacted = Some(id);
-                        break;
-                    }
-                }
-                match compacted {
-                    Some(id) => full(id),
-                    None if latest > 0 => full(latest),
+                match crate::table::latest_compacted(&meta, &Default::default(), Some(latest)).await? {
+                    Some(s) => full(s.id),
                     None => (0, false),
                 }
             }

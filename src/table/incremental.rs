@@ -51,7 +51,12 @@ pub(crate) async fn resolve_incremental(
         (true, false) => INCREMENTAL_BETWEEN,
         (false, true) => INCREMENTAL_BETWEEN_TIMESTAMP,
     };
-    for time_travel in [SCAN_SNAPSHOT_ID, SCAN_TAG_NAME, SCAN_TIMESTAMP_MILLIS] {
+    for time_travel in [
+        SCAN_SNAPSHOT_ID,
+        SCAN_TAG_NAME,
+        SCAN_TIMESTAMP_MILLIS,
+        "scan.timestamp",
+    ] {
         if options.contains_key(time_travel) {
             return plan_err!(
                 "Option '{key}' of table {table} conflicts with '{time_travel}': an incremental \
@@ -290,7 +295,10 @@ impl Resolver<'_> {
 
 /// Epoch milliseconds, or a timestamp `yyyy-MM-dd[ HH:mm:ss[.SSS]]` in the local time zone
 /// (Java parses `incremental-between-timestamp` the same two ways).
-fn parse_time(text: &str) -> Option<i64> {
+/// Epoch milliseconds, or a local timestamp `yyyy-MM-dd HH:mm:ss[.SSS]` (also with `T`, to the
+/// minute, or a date alone) as epoch milliseconds.
+pub(crate) fn parse_time(text: &str) -> Option<i64> {
+    let text = text.trim();
     if let Ok(millis) = text.parse::<i64>() {
         return Some(millis);
     }

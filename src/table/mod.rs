@@ -10,6 +10,7 @@ mod time_travel;
 mod writes;
 
 pub(crate) use crate::scan::ReadView;
+pub(crate) use incremental::parse_time;
 pub(crate) use open::{open_table, open_table_with_latest};
 #[cfg(feature = "ballista")]
 pub(crate) use origin::{ScanKind, ScanOrigin};
@@ -17,4 +18,4 @@ pub(crate) use provider::project;
 pub use provider::PaimonTable;
 #[cfg(feature = "ballista")]
 pub(crate) use recipe::{open_meta, TableRecipe};
-pub(crate) use time_travel::resolve_snapshot;
+pub(crate) use time_travel::{latest_compacted, resolve_snapshot};
