@@ -31,6 +31,21 @@ pub(crate) async fn resolve_snapshot(
     table: &str,
     options: &BTreeMap<String, String>,
 ) -> Result<Option<Snapshot>> {
+    // Options that change what a batch read returns and that this crate does not implement:
+    // an error, never a read that silently ignores them.
+    for key in ["scan.file-creation-time-millis", "scan.creation-time-millis"] {
+        if options.contains_key(key) {
+            return plan_err!("Option '{key}' is not supported by batch reads of table {table}");
+        }
+    }
+    if let Some(branch) = options
+        .get("branch")
+        .filter(|b| !b.trim().eq_ignore_ascii_case("main"))
+    {
+        return plan_err!(
+            "Option 'branch' = '{branch}' is not supported: reads of table {table} see its main branch only"
+        );
+    }
     let options = with_version_resolved(meta, table, options).await?;
     let chosen: Vec<&str> = SELECTORS
         .into_iter()
