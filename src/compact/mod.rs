@@ -17,6 +17,7 @@ mod key_chunks;
 mod levels;
 mod lookup;
 mod postpone;
+mod record_expire;
 mod settings;
 mod unit;
 
@@ -31,6 +32,7 @@ use self::deletion_vectors::IndexChange;
 use self::levels::{pick_force_level0, pick_universal, sorted_runs, Pick};
 pub(crate) use self::lookup::copied_files as lookup_copied_files;
 pub use self::lookup::remove_lookup_copies;
+pub(crate) use self::record_expire::check_options as check_record_expire_options;
 pub(crate) use self::settings::{CompactSettings, Producer};
 use self::unit::{BucketCompaction, UnitResult};
 use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};
@@ -135,6 +137,11 @@ impl Compaction<'_> {
         };
         let settings = CompactSettings::new(self.schema)?;
         let options = TableOptions::parse(&self.schema.options)?;
+        // one clock for the whole compaction, as each Java rewriter takes it when it starts
+        let expire = match record_expire::RecordExpireOptions::of(self.schema)? {
+            Some(o) => Some(o.starting_now(self.schema)?),
+            None => None,
+        };
         // Files written with deletion vectors (by Java Paimon) are read without their deleted rows.
         let deletion_vectors = self.meta.deletion_vectors(&latest).await?;
         let index_entries = match &latest.index_manifest {
@@ -184,6 +191,7 @@ impl Compaction<'_> {
                 batch_size: self.batch_size,
                 pool: &self.pool,
                 progress: self.progress.as_ref(),
+                expire: expire.as_ref(),
             };
             let unit = bucket.run(&runs, pick).await?;
             if let Some(progress) = &self.progress {

@@ -27,6 +27,7 @@ use super::changelog_rows::{with_kinds, RowEquality};
 use super::key_chunks::{ChunkSource, KeyChunks, Records};
 use super::levels::{Pick, Run};
 use super::lookup::{LookupContext, LookupFiles, LookupHits};
+use super::record_expire::RecordExpire;
 use super::settings::{CompactSettings, Producer};
 use crate::deletion_vector::DeletionVectorIndex;
 use crate::io::{DataFileRows, RollingFileWriter};
@@ -78,6 +79,8 @@ pub(crate) struct BucketCompaction<'a> {
     pub pool: &'a Arc<dyn MemoryPool>,
     /// The session's live counters, if it has them.
     pub progress: Option<&'a Arc<crate::progress::StatementProgress>>,
+    /// Record-level expiration: the records it drops from the unit's input files.
+    pub expire: Option<&'a RecordExpire>,
 }
 
 /// Rows a compaction chunk asks for before it is merged: enough to amortise the per-chunk
@@ -204,8 +207,14 @@ impl BucketCompaction<'_> {
             self.batch_size,
         )
         .await?;
+        let stream = match self.expire.cloned() {
+            Some(expire) => stream
+                .and_then(move |b| futures::future::ready(expire.filter(b)))
+                .boxed(),
+            None => stream.boxed(),
+        };
         let Some(progress) = self.progress.cloned() else {
-            return Ok(stream.boxed());
+            return Ok(stream);
         };
         progress.add_bytes_read(file.file_size.max(0) as usize);
         Ok(stream
@@ -221,7 +230,14 @@ impl BucketCompaction<'_> {
             .flat_map(|r| r.files.iter())
             .collect();
         let output_level = pick.output_level;
-        if unit.is_empty() || (unit.len() == 1 && unit[0].file.level == output_level) {
+        // a file holding expired records is rewritten, even where it would stay or move up
+        let expired = match (&unit[..], self.expire) {
+            ([single], Some(expire)) => {
+                expire.file_has_expired(&single.file, &*self.meta.schema(single.file.schema_id).await?)
+            }
+            _ => false,
+        };
+        if unit.is_empty() || (unit.len() == 1 && unit[0].file.level == output_level && !expired) {
             return Ok(UnitResult::default());
         }
         let settings = self.settings;
@@ -250,7 +266,7 @@ impl BucketCompaction<'_> {
                 }
                 _ => false,
             };
-            if !rewrite {
+            if !rewrite && !expired {
                 return self.upgrade(single, output_level, mode).await;
             }
         }
@@ -379,7 +395,22 @@ impl BucketCompaction<'_> {
                             .iter()
                             .map(|&c| arrow::compute::take(records.batch.column(c), &wanted, None))
                             .collect::<std::result::Result<Vec<_>, _>>()?;
-                        files.find(&keys).await?
+                        let mut hits = files.find(&keys).await?;
+                        // Java looks old values up through the expiring reader, except for
+                        // first-row; deletion-vector tables keep them, so that the row they
+                        // replace is still marked deleted
+                        if let Some(expire) = self.expire.filter(|_| {
+                            self.settings.engine != MergeEngine::FirstRow && !self.settings.deletion_vectors
+                        }) {
+                            if let Some(kept) = expire.kept(hits.rows.column(expire.column()))? {
+                                for found in hits.found.iter_mut() {
+                                    if found.is_some_and(|row| !kept.value(row)) {
+                                        *found = None;
+                                    }
+                                }
+                            }
+                        }
+                        hits
                     }
                 }
                 None => LookupHits::none(&layout),

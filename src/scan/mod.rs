@@ -21,7 +21,7 @@ pub(crate) use file_read::{read_file, read_opened_file, DenseKey, FileToRead, Re
 pub use incremental::PaimonIncrementalScanExec;
 pub(crate) use parallel::{spread_diffs_over_partitions, spread_over_partitions};
 pub(crate) use plan::{
-    load_file_schemas, lookup_read, plan_scan, prune_files, pruning_predicate, PlanRequest,
+    column_stat, load_file_schemas, lookup_read, plan_scan, prune_files, pruning_predicate, PlanRequest,
 };
 pub(crate) use row_selection::{file_key_units, StatsPruning};
 #[allow(unused_imports)]

@@ -262,7 +262,7 @@ impl FileStats {
 }
 
 /// (min, max, null count) of the column with `field_id` in one file, if recorded.
-fn column_stat(
+pub(crate) fn column_stat(
     file: &DataFileMeta,
     file_schema: &TableSchema,
     field_id: i32,

@@ -32,6 +32,8 @@ const ENUM_OPTIONS: &[(&str, &[&str])] = &[
 /// Other table options this crate reads (string, duration and list valued).
 const OTHER_OPTIONS: &[&str] = &[
     "bucket-key",
+    "record-level.expire-time",
+    "record-level.time-field",
     "sequence.field",
     "partition.expiration-time",
     "partition.expiration-check-interval",

@@ -121,6 +121,7 @@ pub(crate) fn validate_schema(schema: &TableSchema, table: &str) -> Result<()> {
     ctx.retention()?;
     crate::format::WriteFormat::check_options(&schema.options)?;
     crate::maintenance::auto_tags::AutoTags::parse(table, &schema.options)?;
+    crate::compact::check_record_expire_options(schema)?;
     ctx.misc()
 }
 
