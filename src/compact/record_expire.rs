@@ -19,7 +19,9 @@ use arrow::datatypes::{DataType as ArrowType, Int64Type, TimeUnit};
 use datafusion::common::ScalarValue;
 use datafusion::common::{config_err, exec_datafusion_err, Result};
 
-use crate::spec::{DataFileMeta, TableSchema};
+use super::lookup::LookupHits;
+use super::settings::CompactSettings;
+use crate::spec::{DataFileMeta, MergeEngine, TableSchema};
 
 pub(crate) const EXPIRE_TIME: &str = "record-level.expire-time";
 pub(crate) const TIME_FIELD: &str = "record-level.time-field";
@@ -128,9 +130,21 @@ impl RecordExpire {
         }
     }
 
-    /// The time field's column in the compaction's layout.
-    pub(crate) fn column(&self) -> usize {
-        self.column
+    /// Old values a lookup found that have expired count as not found, as Java looks them up
+    /// through the expiring reader; except for first-row (Java's reader there does not
+    /// expire), and for deletion-vector tables, whose old row must still be marked deleted.
+    pub(crate) fn forget_expired(&self, hits: &mut LookupHits, settings: &CompactSettings) -> Result<()> {
+        if settings.engine == MergeEngine::FirstRow || settings.deletion_vectors {
+            return Ok(());
+        }
+        if let Some(kept) = self.kept(hits.rows.column(self.column))? {
+            for found in hits.found.iter_mut() {
+                if found.is_some_and(|row| !kept.value(row)) {
+                    *found = None;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Which values of a time column are kept; `None` when all are.

@@ -396,19 +396,8 @@ impl BucketCompaction<'_> {
                             .map(|&c| arrow::compute::take(records.batch.column(c), &wanted, None))
                             .collect::<std::result::Result<Vec<_>, _>>()?;
                         let mut hits = files.find(&keys).await?;
-                        // Java looks old values up through the expiring reader, except for
-                        // first-row; deletion-vector tables keep them, so that the row they
-                        // replace is still marked deleted
-                        if let Some(expire) = self.expire.filter(|_| {
-                            self.settings.engine != MergeEngine::FirstRow && !self.settings.deletion_vectors
-                        }) {
-                            if let Some(kept) = expire.kept(hits.rows.column(expire.column()))? {
-                                for found in hits.found.iter_mut() {
-                                    if found.is_some_and(|row| !kept.value(row)) {
-                                        *found = None;
-                                    }
-                                }
-                            }
+                        if let Some(expire) = self.expire {
+                            expire.forget_expired(&mut hits, self.settings)?;
                         }
                         hits
                     }
