@@ -7,7 +7,8 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 
 use super::ddl::parser::{not_supported, DdlParser};
 use super::ddl::{
-    alter_table, create_database, create_table, describe, drop_database, drop_table, names, show_databases,
+    alter_table, create_database, create_table, describe, drop_database, drop_partition, drop_table, names,
+    show_databases,
 };
 use super::PaimonSession;
 
@@ -19,6 +20,7 @@ pub(crate) enum PaimonStatement {
     CreateTable(create_table::CreateTable),
     DropTable(drop_table::DropTable),
     AlterTable(alter_table::AlterTable),
+    DropPartitions(drop_partition::DropPartitions),
     ShowDatabases,
     Describe(super::ddl::parser::ObjectRef),
     Call(super::procedures::Call),
@@ -50,7 +52,10 @@ pub(crate) fn parse(sql: &str, normalize_identifiers: bool) -> Result<Option<Pai
             return Ok(None);
         }
     } else if at(&p, 0, &[Keyword::ALTER]) && at(&p, 1, &[Keyword::TABLE]) {
-        PaimonStatement::AlterTable(alter_table::parse(&mut p)?)
+        match drop_partition::parse(sql, normalize_identifiers)? {
+            Some(drop) => PaimonStatement::DropPartitions(drop),
+            None => PaimonStatement::AlterTable(alter_table::parse(&mut p)?),
+        }
     } else if at(&p, 0, &[Keyword::CALL]) {
         PaimonStatement::Call(super::procedures::parse(&mut p)?)
     } else if at(&p, 0, &[Keyword::SHOW]) && at(&p, 1, &[Keyword::DATABASES, Keyword::SCHEMAS]) {
@@ -73,6 +78,7 @@ pub(crate) async fn execute(session: &PaimonSession, stmt: PaimonStatement) -> R
         PaimonStatement::CreateTable(s) => empty(session, create_table::execute(session, s).await),
         PaimonStatement::DropTable(s) => empty(session, drop_table::execute(session, s).await),
         PaimonStatement::AlterTable(s) => empty(session, alter_table::execute(session, s).await),
+        PaimonStatement::DropPartitions(s) => empty(session, drop_partition::execute(session, s).await),
         PaimonStatement::ShowDatabases => show_databases::execute(session).await,
         PaimonStatement::Describe(name) => describe::execute(session, name).await,
         PaimonStatement::Call(call) => super::procedures::execute(session, call).await,
@@ -86,8 +92,8 @@ fn empty(session: &PaimonSession, done: Result<()>) -> Result<DataFrame> {
 
 /// Parses and runs `sql` if it is ours; `None` means "give it to DataFusion".
 pub(crate) async fn try_execute(session: &PaimonSession, sql: &str) -> Result<Option<DataFrame>> {
-    if let Some(overwrite) = super::insert_overwrite::parse(sql) {
-        return super::insert_overwrite::execute(session, overwrite)
+    if let Some(overwrite) = super::insert_partition::parse(sql) {
+        return super::insert_partition::execute(session, overwrite)
             .await
             .map(Some);
     }

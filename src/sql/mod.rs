@@ -7,7 +7,7 @@
 pub(crate) mod ddl;
 mod dispatch;
 mod incremental_function;
-mod insert_overwrite;
+mod insert_partition;
 pub(crate) mod options_hint;
 mod procedures;
 mod result_frame;

@@ -254,6 +254,11 @@ impl TableProvider for PaimonTable {
         Ok(Arc::new(DataSinkExec::new(rows, sink as _, None)))
     }
 
+    /// `TRUNCATE TABLE`: as Paimon truncates, one OVERWRITE snapshot removing every file.
+    async fn truncate(&self, state: &dyn Session) -> Result<Arc<dyn ExecutionPlan>> {
+        self.delete_from(state, vec![]).await
+    }
+
     async fn update(
         &self,
         state: &dyn Session,

@@ -13,6 +13,7 @@ pub(crate) mod create_database;
 pub(crate) mod create_table;
 pub(crate) mod describe;
 pub(crate) mod drop_database;
+pub(crate) mod drop_partition;
 pub(crate) mod drop_table;
 pub(crate) mod names;
 pub(crate) mod options;

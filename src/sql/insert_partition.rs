@@ -1,11 +1,14 @@
-//! `INSERT OVERWRITE [TABLE] t PARTITION (p = v, ...) <query>`: Flink's static partition
-//! overwrite, which DataFusion's planner does not support. The query supplies the non-partition
-//! columns in table order; the partition given by the spec is replaced in one OVERWRITE commit.
+//! `INSERT INTO|OVERWRITE [TABLE] t PARTITION (p = v, ...) <query>`: Flink's static partition
+//! inserts, which DataFusion's planner does not support. The query supplies the other columns
+//! in table order (for INSERT INTO, partition columns left out of the spec included, as Flink's
+//! dynamic partitions); INSERT INTO appends, INSERT OVERWRITE replaces the partition given by
+//! the spec in one OVERWRITE commit.
 
 use std::any::Any;
 
 use datafusion::common::{plan_datafusion_err, plan_err, Result, ScalarValue};
 use datafusion::dataframe::DataFrame;
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{cast, col, lit};
 use datafusion::physical_plan::collect;
 use datafusion::sql::sqlparser::ast::{BinaryOperator, Expr as SqlExpr, Statement, TableObject};
@@ -15,16 +18,17 @@ use datafusion::sql::sqlparser::parser::Parser;
 use super::PaimonSession;
 use crate::table::PaimonTable;
 
-/// A parsed static-partition overwrite.
-pub(crate) struct PartitionOverwrite {
+/// A parsed static-partition insert.
+pub(crate) struct PartitionInsert {
+    overwrite: bool,
     table: String,
     spec: Vec<(String, String)>,
     query: String,
 }
 
-/// Recognises the statement; `None` for anything else (including overwrites without PARTITION,
-/// which DataFusion plans through `insert_into`).
-pub(crate) fn parse(sql: &str) -> Option<PartitionOverwrite> {
+/// Recognises the statement; `None` for anything else (including inserts without PARTITION,
+/// which DataFusion plans through `insert_into`, and column lists, which it refuses).
+pub(crate) fn parse(sql: &str) -> Option<PartitionInsert> {
     let head: String = sql
         .trim_start()
         .chars()
@@ -38,9 +42,13 @@ pub(crate) fn parse(sql: &str) -> Option<PartitionOverwrite> {
     let Some(Statement::Insert(insert)) = statements.pop() else {
         return None;
     };
-    let (true, Some(partitioned), Some(source), TableObject::TableName(name)) =
-        (insert.overwrite, insert.partitioned, insert.source, insert.table)
-    else {
+    let overwrite = insert.overwrite;
+    let (true, Some(partitioned), Some(source), TableObject::TableName(name)) = (
+        insert.columns.is_empty(),
+        insert.partitioned,
+        insert.source,
+        insert.table,
+    ) else {
         return None;
     };
     let spec = partitioned
@@ -57,22 +65,23 @@ pub(crate) fn parse(sql: &str) -> Option<PartitionOverwrite> {
             _ => None,
         })
         .collect::<Option<Vec<_>>>()?;
-    Some(PartitionOverwrite {
+    Some(PartitionInsert {
+        overwrite,
         table: name.to_string(),
         spec,
         query: source.to_string(),
     })
 }
 
-/// Plans and runs the overwrite; returns the written row count as DataFusion's DML does.
-pub(crate) async fn execute(session: &PaimonSession, stmt: PartitionOverwrite) -> Result<DataFrame> {
+/// Plans and runs the insert; returns the written row count as DataFusion's DML does.
+pub(crate) async fn execute(session: &PaimonSession, stmt: PartitionInsert) -> Result<DataFrame> {
     let ctx = session.context();
     let provider = ctx.table_provider(stmt.table.as_str()).await?;
     let table = (provider.as_ref() as &dyn Any)
         .downcast_ref::<PaimonTable>()
         .ok_or_else(|| {
             plan_datafusion_err!(
-                "INSERT OVERWRITE PARTITION needs a Paimon table, {} is not one",
+                "INSERT ... PARTITION needs a Paimon table, {} is not one",
                 stmt.table
             )
         })?;
@@ -97,7 +106,7 @@ pub(crate) async fn execute(session: &PaimonSession, stmt: PartitionOverwrite) -
         .collect();
     if source_columns.len() != free.len() {
         return plan_err!(
-            "INSERT OVERWRITE {} PARTITION expects {} columns from the query (the non-partition columns), got {}",
+            "INSERT ... {} PARTITION expects {} columns from the query (the columns the PARTITION clause does not give), got {}",
             stmt.table,
             free.len(),
             source_columns.len()
@@ -118,7 +127,14 @@ pub(crate) async fn execute(session: &PaimonSession, stmt: PartitionOverwrite) -
         })
         .collect::<Vec<_>>();
     let input = source.select(exprs)?.create_physical_plan().await?;
-    let plan = table.overwrite_partition(input, &spec).await?;
+    let plan = match stmt.overwrite {
+        true => table.overwrite_partition(input, &spec).await?,
+        false => {
+            provider
+                .insert_into(&ctx.state(), input, InsertOp::Append)
+                .await?
+        }
+    };
     let batches = collect(plan, ctx.task_ctx()).await?;
     super::result_frame::result_frame(ctx, &batches)
 }
@@ -128,11 +144,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn recognises_static_partition_overwrite_only() {
+    fn recognises_static_partition_inserts_only() {
         let p = parse("INSERT OVERWRITE t PARTITION (dt = '2024-01-01') SELECT 1, 'a'").unwrap();
+        assert!(p.overwrite);
         assert_eq!(p.table, "t");
         assert_eq!(p.spec, vec![("dt".to_string(), "'2024-01-01'".to_string())]);
+        let p = parse("INSERT INTO t PARTITION (dt = '2024-01-01') SELECT 1, 'a'").unwrap();
+        assert!(!p.overwrite);
         assert!(parse("INSERT OVERWRITE t SELECT 1").is_none());
         assert!(parse("INSERT INTO t VALUES (1)").is_none());
+        assert!(parse("INSERT INTO t PARTITION (dt = 'x') (k) SELECT 1").is_none());
     }
 }
