@@ -11,7 +11,8 @@
 //!   `(empty)` for the empty string, `true`/`false`, floats and decimals through `BigDecimal`
 //!   rounded to 12 digits and normalized, everything else through Arrow's display formatter.
 //!   Multi-line cells (EXPLAIN plans) are split into numbered rows with leading spaces shown as `-`.
-//!   The warehouse path is replaced by `WAREHOUSE` in results and error messages.
+//!   The warehouse path is replaced by `WAREHOUSE` in results and error messages, and
+//!   `WAREHOUSE` in a statement by the warehouse path (`CREATE CATALOG ... 'warehouse' = ...`).
 //! * Errors are reported as `DataFusion error: <DataFusion's message>`, so `statement error <regex>`
 //!   matches DataFusion's error text.
 //! * `<slt:ignore>` is handled by sqllogictest's default validator (0.28 supports it natively).
@@ -257,7 +258,8 @@ impl AsyncDB for PaimonSlt {
 
     async fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SltError> {
         let mask = |e: DataFusionError| SltError(SltError::new(e).0.replace(&self.warehouse, "WAREHOUSE"));
-        let df = self.session.sql(sql).await.map_err(mask)?;
+        let sql = sql.replace("WAREHOUSE", &self.warehouse);
+        let df = self.session.sql(&sql).await.map_err(mask)?;
         let schema = Arc::clone(df.schema().inner());
         let batches = df.collect().await.map_err(mask)?;
         if schema.fields().is_empty() {

@@ -5,4 +5,5 @@
 mod provider;
 mod warehouse;
 
+pub(crate) use provider::warehouse_url_of;
 pub use provider::{PaimonCatalog, PaimonDatabase};

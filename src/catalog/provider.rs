@@ -42,6 +42,8 @@ pub struct PaimonCatalog {
     /// Databases created by this catalog that have no object yet: on object stores a
     /// directory exists only through the files below it (see `warehouse.rs`).
     pub(super) empty_databases: RwLock<BTreeSet<String>>,
+    /// Names besides `paimon` the session registered this catalog under (`CREATE CATALOG`).
+    other_names: RwLock<BTreeSet<String>>,
     session_tables: SessionTables,
     /// Decoded manifests of every table of this catalog (`meta::ManifestCache`).
     pub(super) manifests: Arc<crate::meta::ManifestCache>,
@@ -60,6 +62,7 @@ impl PaimonCatalog {
             read_options: Arc::new(RwLock::new(BTreeMap::new())),
             listing: RwLock::new(BTreeMap::new()),
             empty_databases: RwLock::new(BTreeSet::new()),
+            other_names: RwLock::new(BTreeSet::new()),
             session_tables: SessionTables::default(),
             manifests: Arc::new(crate::meta::manifest_cache(
                 crate::meta::DEFAULT_MANIFEST_CACHE_BYTES,
@@ -100,6 +103,22 @@ impl PaimonCatalog {
         Ok(())
     }
 
+    /// Records `name` as another name this catalog is registered under (`CREATE CATALOG`).
+    pub(crate) fn add_name(&self, name: &str) {
+        self.other_names
+            .write()
+            .expect("names lock is never poisoned")
+            .insert(name.to_string());
+    }
+
+    /// Whether this catalog is also registered as `name`.
+    pub(crate) fn is_named(&self, name: &str) -> bool {
+        self.other_names
+            .read()
+            .expect("names lock is never poisoned")
+            .contains(name)
+    }
+
     /// The warehouse root.
     pub(crate) fn io(&self) -> &FileIO {
         &self.io
@@ -121,6 +140,14 @@ impl PaimonCatalog {
 }
 
 /// A local path or URL as a directory URL.
+/// The URL of a warehouse location as a `CREATE CATALOG` gives it: also Flink's `file:/path`.
+pub(crate) fn warehouse_url_of(location: &str) -> Result<Url> {
+    match location.strip_prefix("file:") {
+        Some(path) if !path.starts_with("//") => warehouse_url(path),
+        _ => warehouse_url(location),
+    }
+}
+
 fn warehouse_url(location: &str) -> Result<Url> {
     if location.contains("://") {
         return Url::parse(location)

@@ -6,6 +6,7 @@
 
 pub(crate) mod ddl;
 mod dispatch;
+mod flink_session;
 mod incremental_function;
 mod insert_partition;
 pub(crate) mod options_hint;
@@ -152,6 +153,9 @@ impl PaimonSession {
     pub async fn try_paimon_statement(&self, sql: &str) -> Result<Option<DataFrame>> {
         if let Some(df) = self.try_session_statement(sql)? {
             return Ok(Some(df));
+        }
+        if let Some(stmt) = flink_session::parse(sql, ddl::names::normalizes_identifiers(self))? {
+            return flink_session::execute(self, stmt).await.map(Some);
         }
         if let Some(target) = use_statement::parse(sql) {
             use_statement::apply(&self.ctx, &target)?;

@@ -33,9 +33,25 @@ pub(crate) fn normalizes_identifiers(session: &PaimonSession) -> bool {
     state.config_options().sql_parser.enable_ident_normalization
 }
 
-/// `t`, `db.t` or `paimon.db.t`; unqualified names are in the current database.
+/// `t`, `db.t` or `paimon.db.t`; unqualified names are in the current database. A catalog
+/// registered by `CREATE CATALOG` for this warehouse stands for `paimon`.
 pub(crate) fn resolve_table(session: &PaimonSession, name: &ObjectRef) -> Result<TableName> {
-    resolve_table_in(&current_database(session), name)
+    resolve_table_in(&current_database(session), &without_alias(session, name, 3))
+}
+
+/// `name` with a leading catalog that is another name of this session's warehouse read as
+/// `paimon`, when `name` has `parts` parts.
+fn without_alias(session: &PaimonSession, name: &ObjectRef, parts: usize) -> ObjectRef {
+    match name.parts.first() {
+        Some(catalog) if name.parts.len() == parts && catalog != DEFAULT_CATALOG => {
+            let mut parts = name.parts.clone();
+            if session.catalog().is_named(catalog) {
+                parts[0] = DEFAULT_CATALOG.to_string();
+            }
+            ObjectRef { parts }
+        }
+        _ => name.clone(),
+    }
 }
 
 /// Like [`resolve_table`], with the current database given.
