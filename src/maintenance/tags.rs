@@ -110,6 +110,23 @@ pub(crate) async fn delete_tags(meta: &TableMeta, table: &str, names: &[&str]) -
     Ok(())
 }
 
+/// `sys.rename_tag`: tag `from` becomes tag `to` (written first, so a failure never loses it).
+pub(crate) async fn rename_tag(meta: &TableMeta, table: &str, from: &str, to: &str) -> Result<()> {
+    check_name(to)?;
+    let bytes = match meta.io().read(&paths::tag_file(from), "tag").await {
+        Ok(bytes) => bytes,
+        Err(crate::Error::NotFound { .. }) => {
+            return plan_err!("Tag '{from}' of table {table} does not exist")
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if !meta.io().create_new(&paths::tag_file(to), bytes.to_vec()).await? {
+        return plan_err!("Tag '{to}' of table {table} already exists");
+    }
+    meta.io().delete(&paths::tag_file(from)).await?;
+    Ok(())
+}
+
 /// What `sys.rollback_to` goes back to.
 pub(crate) enum RollbackTarget<'a> {
     Snapshot(i64),

@@ -22,6 +22,8 @@ use crate::maintenance::changelog_expire::expire_changelogs_older_than;
 use crate::maintenance::expire::{expire_older_than, ExpireOptions};
 use crate::maintenance::tags;
 
+mod by_time;
+
 /// A parsed `CALL`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Call {
@@ -122,7 +124,11 @@ pub(crate) async fn execute(session: &PaimonSession, call: Call) -> Result<DataF
         "create_tag" => tag_procedure(session, &call, TagAction::Create).await?,
         "delete_tag" => tag_procedure(session, &call, TagAction::Delete).await?,
         "rollback_to" => tag_procedure(session, &call, TagAction::Rollback).await?,
-        other => return plan_err!("Unknown procedure 'sys.{other}'"),
+        other => {
+            if by_time::execute(session, &call).await?.is_none() {
+                return plan_err!("Unknown procedure 'sys.{other}'");
+            }
+        }
     }
     let schema = Arc::new(Schema::new(vec![Field::new("result", DataType::Boolean, false)]));
     let batch = RecordBatch::try_new(schema, vec![Arc::new(BooleanArray::from(vec![true]))])?;
