@@ -1,6 +1,8 @@
 //! `CREATE TABLE [IF NOT EXISTS] [db.]t (col TYPE [NOT NULL] [COMMENT '…'], …,
 //! PRIMARY KEY (k, …) NOT ENFORCED) [COMMENT '…'] [PARTITIONED BY (p, …)]
 //! [WITH ('k' = 'v', …)]`, as Flink writes it; writes `schema/schema-0` (format.md §2).
+//! `CREATE TABLE [IF NOT EXISTS] t [WITH (…)] LIKE s` copies the columns, keys, partitioning,
+//! comment and options of `s` (the `WITH` options over them), as Flink's default `LIKE` does.
 //!
 //! No sqlparser dialect parses Flink's nested types (`MAP<K, V>`, `ROW<a INT>`), so the
 //! statement has its own small grammar on sqlparser's tokenizer (see `parser.rs`).
@@ -29,6 +31,8 @@ pub(crate) struct CreateTable {
     pub(crate) comment: Option<String>,
     pub(crate) partition_keys: Option<Vec<String>>,
     pub(crate) options: Option<Vec<(String, String)>>,
+    /// `LIKE s`: the table whose definition is copied (no columns are given then).
+    pub(crate) like: Option<ObjectRef>,
 }
 
 /// Parses the statement, from `CREATE` to the end.
@@ -37,7 +41,29 @@ pub(crate) fn parse(p: &mut DdlParser) -> Result<CreateTable> {
     p.expect_keyword(Keyword::TABLE)?;
     let if_not_exists = p.keywords(&[Keyword::IF, Keyword::NOT, Keyword::EXISTS]);
     let name = p.object_ref()?;
-    reject_unsupported_clause(p)?;
+    if !matches!(&p.peek().token, Token::LParen) {
+        // `[WITH (…)] LIKE s`
+        let options = p.keyword(Keyword::WITH).then(|| p.option_list()).transpose()?;
+        if !p.keyword(Keyword::LIKE) {
+            reject_unsupported_clause(p)?;
+            p.expect_token(&Token::LParen)?;
+        }
+        let like = p.object_ref()?;
+        if matches!(&p.peek().token, Token::LParen) {
+            return not_supported("LIKE options (INCLUDING / EXCLUDING …)");
+        }
+        p.expect_end()?;
+        return Ok(CreateTable {
+            name,
+            if_not_exists,
+            columns: vec![],
+            primary_key: None,
+            comment: None,
+            partition_keys: None,
+            options,
+            like: Some(like),
+        });
+    }
     p.expect_token(&Token::LParen)?;
     let mut columns = Vec::new();
     let mut primary_key = None;
@@ -67,6 +93,7 @@ pub(crate) fn parse(p: &mut DdlParser) -> Result<CreateTable> {
         comment: None,
         partition_keys: None,
         options: None,
+        like: None,
     };
     loop {
         if p.keyword(Keyword::COMMENT) {
@@ -101,9 +128,6 @@ fn set_once<T>(slot: &mut Option<T>, value: T, clause: &str) -> Result<()> {
 fn reject_unsupported_clause(p: &mut DdlParser) -> Result<()> {
     if p.keyword(Keyword::AS) {
         return not_supported("CREATE TABLE … AS SELECT");
-    }
-    if p.keyword(Keyword::LIKE) {
-        return not_supported("CREATE TABLE … LIKE");
     }
     if p.word("DISTRIBUTED") {
         return not_supported("DISTRIBUTED BY (use the 'bucket' and 'bucket-key' options)");
@@ -172,6 +196,10 @@ fn table_options(pairs: &[(String, String)]) -> Result<BTreeMap<String, String>>
 /// Creates the table and refreshes the catalog listing.
 pub(crate) async fn execute(session: &PaimonSession, stmt: CreateTable) -> Result<()> {
     let name = resolve_table(session, &stmt.name)?;
+    let stmt = match &stmt.like {
+        Some(source) => like(session, stmt.clone(), source).await?,
+        None => stmt,
+    };
     let schema = build_schema(&stmt, &name.to_string(), chrono::Utc::now().timestamp_millis())?;
     session
         .catalog()
@@ -293,4 +321,31 @@ mod tests {
             assert!(err.contains(needle), "{sql}: {err}");
         }
     }
+}
+
+/// `stmt` (a `LIKE s`) with the definition of `s` filled in.
+async fn like(session: &PaimonSession, mut stmt: CreateTable, source: &ObjectRef) -> Result<CreateTable> {
+    let source = resolve_table(session, source)?;
+    let Some(schema) = session
+        .catalog()
+        .table_schema(&source.database, &source.table)
+        .await?
+    else {
+        return plan_err!("Table {source} of the LIKE clause does not exist");
+    };
+    stmt.columns = schema
+        .fields
+        .iter()
+        .map(|f| ColumnSpec {
+            field: f.clone(),
+            primary_key: false,
+        })
+        .collect();
+    stmt.primary_key = Some(schema.primary_keys.clone()).filter(|k| !k.is_empty());
+    stmt.partition_keys = Some(schema.partition_keys.clone());
+    stmt.comment = schema.comment.clone();
+    let mut options = schema.options.clone();
+    options.extend(stmt.options.take().unwrap_or_default());
+    stmt.options = Some(options.into_iter().collect());
+    Ok(stmt)
 }
