@@ -7,8 +7,8 @@ use datafusion::sql::sqlparser::keywords::Keyword;
 
 use super::ddl::parser::{not_supported, DdlParser};
 use super::ddl::{
-    alter_table, create_database, create_table, describe, drop_database, drop_partition, drop_table, names,
-    show_databases,
+    alter_table, create_database, create_table, create_table_as, describe, drop_database, drop_partition,
+    drop_table, names, show_databases,
 };
 use super::PaimonSession;
 
@@ -18,6 +18,7 @@ pub(crate) enum PaimonStatement {
     CreateDatabase(create_database::CreateDatabase),
     DropDatabase(drop_database::DropDatabase),
     CreateTable(create_table::CreateTable),
+    CreateTableAs(create_table_as::CreateTableAs),
     DropTable(drop_table::DropTable),
     AlterTable(alter_table::AlterTable),
     DropPartitions(drop_partition::DropPartitions),
@@ -35,7 +36,10 @@ pub(crate) fn parse(sql: &str, normalize_identifiers: bool) -> Result<Option<Pai
     let at = |p: &DdlParser, n: usize, kws: &[Keyword]| kws.iter().any(|k| p.peek_keyword_at(n, *k));
     let stmt = if at(&p, 0, &[Keyword::CREATE]) {
         if at(&p, 1, &[Keyword::TABLE]) {
-            PaimonStatement::CreateTable(create_table::parse(&mut p)?)
+            match create_table_as::parse(sql, normalize_identifiers)? {
+                Some(ctas) => PaimonStatement::CreateTableAs(ctas),
+                None => PaimonStatement::CreateTable(create_table::parse(&mut p)?),
+            }
         } else if at(&p, 1, &[Keyword::DATABASE, Keyword::SCHEMA]) {
             PaimonStatement::CreateDatabase(create_database::parse(&mut p)?)
         } else if at(&p, 1, &[Keyword::OR]) && at(&p, 3, &[Keyword::TABLE]) {
@@ -76,6 +80,7 @@ pub(crate) async fn execute(session: &PaimonSession, stmt: PaimonStatement) -> R
         PaimonStatement::CreateDatabase(s) => empty(session, create_database::execute(session, s).await),
         PaimonStatement::DropDatabase(s) => empty(session, drop_database::execute(session, s).await),
         PaimonStatement::CreateTable(s) => empty(session, create_table::execute(session, s).await),
+        PaimonStatement::CreateTableAs(s) => create_table_as::execute(session, s).await,
         PaimonStatement::DropTable(s) => empty(session, drop_table::execute(session, s).await),
         PaimonStatement::AlterTable(s) => empty(session, alter_table::execute(session, s).await),
         PaimonStatement::DropPartitions(s) => empty(session, drop_partition::execute(session, s).await),

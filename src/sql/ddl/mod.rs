@@ -11,6 +11,7 @@
 pub(crate) mod alter_table;
 pub(crate) mod create_database;
 pub(crate) mod create_table;
+pub(crate) mod create_table_as;
 pub(crate) mod describe;
 pub(crate) mod drop_database;
 pub(crate) mod drop_partition;
