@@ -1,5 +1,6 @@
 //! One Paimon table as DataFusion sees it.
 
+mod definition;
 mod incremental;
 mod open;
 mod origin;

@@ -54,6 +54,8 @@ pub struct PaimonTable {
     /// Rebuilt by the Ballista codecs on a scheduler: batch and incremental scans come as
     /// file groups Ballista narrows to each task's splits (`distributed::split_groups`).
     pub(super) distributed: bool,
+    /// The Flink `CREATE TABLE` of the table (`SHOW CREATE TABLE`); `None` for system tables.
+    pub(super) definition: Option<String>,
 }
 
 impl PaimonTable {
@@ -82,8 +84,9 @@ impl PaimonTable {
         if view == ReadView::Changelog {
             fields.push(Field::new(CHANGELOG_SNAPSHOT_ID, ArrowType::Int64, false));
         }
+        let definition =
+            (view == ReadView::Table).then(|| super::definition::create_table_statement(&name, &schema));
         Ok(PaimonTable {
-            name,
             meta,
             snapshot,
             schema,
@@ -95,6 +98,8 @@ impl PaimonTable {
             read_optimized: false,
             single_partition: false,
             distributed: false,
+            definition,
+            name,
         })
     }
 
@@ -102,6 +107,7 @@ impl PaimonTable {
     pub(crate) fn read_optimized(self) -> Self {
         PaimonTable {
             read_optimized: true,
+            definition: None,
             ..self
         }
     }
@@ -211,6 +217,11 @@ impl TableProvider for PaimonTable {
 
     fn table_type(&self) -> TableType {
         TableType::Base
+    }
+
+    /// `SHOW CREATE TABLE`: the Flink statement that creates this table (not for system tables).
+    fn get_table_definition(&self) -> Option<&str> {
+        self.definition.as_deref()
     }
 
     fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {
