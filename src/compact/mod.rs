@@ -132,6 +132,12 @@ impl Compaction<'_> {
     }
 
     async fn run(&self, scope: &CompactScope, strategy: Strategy) -> Result<Option<Snapshot>> {
+        if let Some(why) = crate::spec::options::unsupported_for_new_files(&self.schema.options) {
+            return datafusion::common::not_impl_err!(
+                "Compacting table {} is not supported: {why}",
+                self.table
+            );
+        }
         let Some((latest, live)) = self.meta.latest_live_files().await? else {
             return Ok(None);
         };

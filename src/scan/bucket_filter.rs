@@ -35,6 +35,10 @@ impl BucketFilter {
     /// (tables with a fixed bucket count only; dynamic and postpone buckets are not hashed).
     pub(crate) fn new(schema: &TableSchema, predicate: Option<&Arc<dyn PhysicalExpr>>) -> Option<Self> {
         let predicate = predicate?;
+        // Another bucket function puts keys in other buckets than the hash below says.
+        if !crate::spec::options::default_bucket_function(&schema.options) {
+            return None;
+        }
         let bucket_key = schema.bucket_key();
         if bucket_key.is_empty() {
             return None;
@@ -227,6 +231,16 @@ mod tests {
         assert_eq!((filter.matches(0, 2), filter.matches(1, 2)), (false, true));
         // Another bucket count (a rescaled partition) is hashed again.
         assert!((0..5).filter(|b| filter.matches(*b, 5)).count() == 1);
+    }
+
+    #[test]
+    fn other_bucket_functions_are_not_pruned_by_the_default_hash() {
+        for function in ["mod", "hive"] {
+            let table = schema(&format!(r#""bucket":"2","bucket-function.type":"{function}""#));
+            assert!(BucketFilter::new(&table, Some(&eq(&table, "k", ScalarValue::Int64(Some(3))))).is_none());
+        }
+        let table = schema(r#""bucket":"2","bucket-function.type":"default""#);
+        assert!(BucketFilter::new(&table, Some(&eq(&table, "k", ScalarValue::Int64(Some(3))))).is_some());
     }
 
     #[test]

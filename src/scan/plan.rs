@@ -77,6 +77,9 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
                 continue;
             }
         }
+        for e in entries {
+            check_whole_rows(req.meta, e).await?;
+        }
         let partition = BinaryRow::decode(partition_bytes, &partition_types)?.values;
         let mut files: Vec<&ManifestEntry> = entries.iter().collect();
         let skip_level0 = req.options.merge_engine == MergeEngine::FirstRow
@@ -261,6 +264,25 @@ impl FileStats {
     }
 }
 
+/// A data file of a data-evolution table may hold only some columns of its rows (`write_cols`),
+/// the others living in other files with the same row ids; reading those rows needs a merge by
+/// row id this crate does not do, so such a file is refused by name.
+async fn check_whole_rows(meta: &TableMeta, entry: &ManifestEntry) -> Result<()> {
+    let Some(written) = &entry.file.write_cols else {
+        return Ok(());
+    };
+    let schema = meta.schema(entry.file.schema_id).await?;
+    if let Some(missing) = schema.fields.iter().find(|f| !written.contains(&f.name)) {
+        return datafusion::common::not_impl_err!(
+            "Data file {} of table {} holds only some columns of its rows (data evolution; '{}' is in another file): reading such tables is not supported",
+            entry.file.file_name,
+            meta.io().root_url(),
+            missing.name
+        );
+    }
+    Ok(())
+}
+
 /// (min, max, null count) of the column with `field_id` in one file, if recorded.
 pub(crate) fn column_stat(
     file: &DataFileMeta,
@@ -343,4 +365,38 @@ pub(crate) fn lookup_read(schema: &TableSchema, options: &TableOptions) -> bool 
             options.merge_engine,
             MergeEngine::PartialUpdate | MergeEngine::Aggregation
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::check_whole_rows;
+    use crate::io::FileIO;
+    use crate::meta::TableMeta;
+
+    /// pypaimon's data-evolution table: its files hold whole rows and read as they are; a file
+    /// holding only some of its rows' columns is refused by name.
+    #[tokio::test]
+    async fn data_evolution_files_must_hold_whole_rows() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/pypaimon-2.1.0/warehouse/dvectors.db/append_dv");
+        let store = Arc::new(object_store::local::LocalFileSystem::new());
+        let path = object_store::path::Path::from_absolute_path(&root).unwrap();
+        let meta = TableMeta::new(FileIO::new(store, path, root.display().to_string()));
+        let latest = meta.latest_snapshot().await.unwrap().unwrap();
+        let live = meta.live_files(&latest, |_| true).await.unwrap();
+        let entry = live.entries().next().expect("a data file").clone();
+        check_whole_rows(&meta, &entry).await.unwrap();
+        let mut whole = entry.clone();
+        whole.file.write_cols = Some(vec!["id".into(), "name".into()]);
+        check_whole_rows(&meta, &whole).await.unwrap();
+        let mut part = entry;
+        part.file.write_cols = Some(vec!["id".into()]);
+        let error = check_whole_rows(&meta, &part).await.unwrap_err().to_string();
+        assert!(
+            error.contains(&part.file.file_name) && error.contains("'name' is in another file"),
+            "{error}"
+        );
+    }
 }

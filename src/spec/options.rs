@@ -196,6 +196,43 @@ impl TableOptions {
     }
 }
 
+/// Whether the table's buckets come from Paimon's default bucket function (a hash of the
+/// bucket key's binary row); `bucket-function.type` may choose another (`mod`, `hive`).
+pub fn default_bucket_function(options: &BTreeMap<String, String>) -> bool {
+    options
+        .get("bucket-function.type")
+        .is_none_or(|v| v.trim().eq_ignore_ascii_case("default"))
+}
+
+/// The option of a table under which this crate cannot write new data files, and why, if any:
+/// a table Java Paimon created with one is refused rather than written wrongly.
+/// * `data-evolution.enabled`, `row-tracking.enabled`: Paimon gives every new row a row id at
+///   commit (`first_row_id` of its file), which this crate does not assign;
+/// * `bucket-function.type` other than `default`: rows would land in other buckets than
+///   Paimon's writers put them in.
+///
+/// Reading needs none of these: a data-evolution file holding only some columns is refused
+/// where it is planned (`scan::plan`).
+pub fn unsupported_for_new_files(options: &BTreeMap<String, String>) -> Option<String> {
+    let enabled = |k: &str| {
+        options
+            .get(k)
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    };
+    for key in ["data-evolution.enabled", "row-tracking.enabled"] {
+        if enabled(key) {
+            return Some(format!("{key} = true (new rows need row ids)"));
+        }
+    }
+    if !default_bucket_function(options) {
+        return Some(format!(
+            "bucket-function.type = '{}' (rows would land in other buckets than Paimon's writers choose)",
+            options["bucket-function.type"].trim()
+        ));
+    }
+    None
+}
+
 /// Paimon memory sizes: `128 mb`, `64MB`, `1 gb`, `1024` (bytes), `512 kb`.
 pub fn parse_memory_size(text: &str) -> Option<usize> {
     let text = text.trim().to_ascii_lowercase();

@@ -33,6 +33,13 @@ impl PaimonTable {
         }
         let schema = self.meta.latest_schema().await?;
         let options = TableOptions::parse(&schema.options)?;
+        // deletion vectors mark rows without writing data files; an UPDATE or a copy-on-write
+        // DELETE writes new ones
+        if assignments.is_some() || !options.deletion_vectors {
+            if let Some(why) = crate::spec::options::unsupported_for_new_files(&schema.options) {
+                return not_impl_err!("Writing to table {} is not supported: {why}", self.name);
+            }
+        }
         let arrow_schema = schema.arrow_schema();
         let df_schema = DFSchema::try_from(arrow_schema.as_ref().clone())?;
         let predicate = match conjunction(filters.to_vec()) {

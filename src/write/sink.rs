@@ -20,7 +20,7 @@ use arrow::datatypes::Int8Type;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use datafusion::common::runtime::SpawnedTask;
-use datafusion::common::{exec_datafusion_err, exec_err, DataFusionError, Result, ScalarValue};
+use datafusion::common::{exec_datafusion_err, exec_err, not_impl_err, DataFusionError, Result, ScalarValue};
 use datafusion::datasource::sink::DataSink;
 use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -116,6 +116,9 @@ impl PaimonSink {
         kind: WriteKind,
     ) -> Result<Self> {
         let options = TableOptions::parse(&schema.options)?;
+        if let Some(why) = crate::spec::options::unsupported_for_new_files(&schema.options) {
+            return not_impl_err!("Writing to table {table} is not supported: {why}");
+        }
         // All nullable: NOT NULL is enforced by `validate` with a message naming the column.
         let input_schema = Arc::new(arrow::datatypes::Schema::new(
             schema
