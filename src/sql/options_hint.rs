@@ -257,19 +257,19 @@ fn previous_significant(tokens: &[TokenWithSpan], before: usize) -> Option<usize
 }
 
 /// Byte offsets of the tokenizer's (line, column) locations, columns counted in characters.
-struct Offsets<'a> {
+pub(crate) struct Offsets<'a> {
     sql: &'a str,
     line_starts: Vec<usize>,
 }
 
 impl<'a> Offsets<'a> {
-    fn new(sql: &'a str) -> Self {
+    pub(crate) fn new(sql: &'a str) -> Self {
         let mut line_starts = vec![0];
         line_starts.extend(sql.match_indices('\n').map(|(i, _)| i + 1));
         Offsets { sql, line_starts }
     }
 
-    fn byte(&self, at: Location) -> usize {
+    pub(crate) fn byte(&self, at: Location) -> usize {
         let start = self.line_starts[(at.line as usize)
             .saturating_sub(1)
             .min(self.line_starts.len() - 1)];

@@ -49,7 +49,8 @@ pub(crate) fn parse(sql: &str, normalize: bool) -> Result<Option<CreateTableAs>>
     let Some(span) = split else {
         return Ok(None);
     };
-    let (head, query) = split_at_location(sql, span.start, span.end);
+    let offsets = crate::sql::options_hint::Offsets::new(sql);
+    let (head, query) = (&sql[..offsets.byte(span.start)], &sql[offsets.byte(span.end)..]);
     let mut p = DdlParser::new(head, normalize)?;
     if !p.keyword(Keyword::CREATE) || !p.keyword(Keyword::TABLE) {
         return Ok(None);
@@ -87,26 +88,6 @@ pub(crate) fn parse(sql: &str, normalize: bool) -> Result<Option<CreateTableAs>>
         return plan_err!("CREATE TABLE … AS needs a query after AS");
     }
     Ok(Some(CreateTableAs { table, query }))
-}
-
-/// `sql` before the `AS` token (which starts at `start`) and after it (which ends at `end`).
-fn split_at_location(
-    sql: &str,
-    start: datafusion::sql::sqlparser::tokenizer::Location,
-    end: datafusion::sql::sqlparser::tokenizer::Location,
-) -> (&str, &str) {
-    let byte = |at: datafusion::sql::sqlparser::tokenizer::Location| -> usize {
-        let line_start: usize = sql
-            .split_inclusive('\n')
-            .take((at.line as usize).saturating_sub(1))
-            .map(str::len)
-            .sum();
-        sql[line_start..]
-            .char_indices()
-            .nth((at.column as usize).saturating_sub(1))
-            .map_or(sql.len(), |(i, _)| line_start + i)
-    };
-    (&sql[..byte(start)], &sql[byte(end)..])
 }
 
 /// Creates the table from the query's columns and inserts the query's rows; returns the
