@@ -169,9 +169,10 @@ impl PaimonSession {
         Ok(done)
     }
 
-    /// `sql` with Flink's `/*+ OPTIONS('key' = 'value') */` hints moved into the names of the
+    /// `sql` with Flink's `/*+ OPTIONS('key' = 'value') */` hints, and the time-travel clauses
+    /// `FOR SYSTEM_TIME AS OF` / `VERSION AS OF` / `TIMESTAMP AS OF`, moved into the names of the
     /// tables they follow, where the catalog reads them (SQL parsers drop comments, so a hint
-    /// left in place would be ignored). [`PaimonSession::sql`] does this itself; a caller that
+    /// left in place would be ignored; DataFusion does not parse the clauses). [`PaimonSession::sql`] does this itself; a caller that
     /// runs statements through [`PaimonSession::try_paimon_statement`] and its own planner
     /// (as `paimon-sql` does) passes both the text this returns.
     pub fn expand_options_hints<'a>(&self, sql: &'a str) -> Result<std::borrow::Cow<'a, str>> {

@@ -14,6 +14,9 @@
 //! catalog then loads that reference with the hint's options over the session's `SET
 //! paimon.*` options ([`split_hinted_name`], [`with_hint`]). Plans show the hinted name.
 //!
+//! The time-travel clauses Flink and Spark write for Paimon become the same options:
+//! `t FOR SYSTEM_TIME AS OF TIMESTAMP '…'`, `t VERSION AS OF 3`, `t TIMESTAMP AS OF '…'`.
+//!
 //! Hints are read options: one on the target of INSERT, UPDATE or DELETE is an error rather than
 //! a write that silently ignores it. Other `/*+ ... */` hints (Flink's join hints) stay
 //! comments: they do not change results.
@@ -55,7 +58,7 @@ const SELECTORS: [&[&str]; 2] = [
 /// comment); `sql` itself when it has none, or when it does not tokenize (DataFusion then
 /// reports the error). `normalize`: unquoted identifiers are lower-cased.
 pub(crate) fn expand_options_hints(sql: &str, normalize: bool) -> Result<Cow<'_, str>> {
-    if !sql.contains("/*+") {
+    if !sql.contains("/*+") && !sql.to_ascii_uppercase().contains("OF") {
         return Ok(Cow::Borrowed(sql));
     }
     let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize_with_location() else {
@@ -64,21 +67,32 @@ pub(crate) fn expand_options_hints(sql: &str, normalize: bool) -> Result<Cow<'_,
     let offsets = Offsets::new(sql);
     let mut out = String::with_capacity(sql.len() + 32);
     let mut copied = 0;
-    for (at, token) in tokens.iter().enumerate() {
-        let Token::Whitespace(Whitespace::MultiLineComment(comment)) = &token.token else {
-            continue;
+    for at in 0..tokens.len() {
+        // what follows the table name: a hint, or a time-travel clause (`last`: its last token)
+        let (last_token, options) = match &tokens[at].token {
+            Token::Whitespace(Whitespace::MultiLineComment(comment)) => {
+                let Some(hint) = comment.strip_prefix('+') else {
+                    continue;
+                };
+                let Some(options) = parse_options(hint)? else {
+                    continue;
+                };
+                (at, options)
+            }
+            Token::Word(_) => match time_travel_clause(&tokens, at) {
+                Some(clause) => clause,
+                None => continue,
+            },
+            _ => continue,
         };
-        let Some(hint) = comment.strip_prefix('+') else {
+        if offsets.byte(tokens[at].span.start) < copied {
             continue;
-        };
-        let Some(options) = parse_options(hint)? else {
-            continue;
-        };
+        }
         let reference = TableReference::before(&tokens, at)?;
         check_read_position(&tokens, reference.first)?;
         let name_start = offsets.byte(tokens[reference.first].span.start);
         let last_start = offsets.byte(tokens[reference.last].span.start);
-        let hint_end = offsets.byte(token.span.end);
+        let hint_end = offsets.byte(tokens[last_token].span.end);
         let Token::Word(last) = &tokens[reference.last].token else {
             unreachable!("a table reference ends with a word");
         };
@@ -91,7 +105,7 @@ pub(crate) fn expand_options_hints(sql: &str, normalize: bool) -> Result<Cow<'_,
         out.push('"');
         out.push_str(&hinted_name(&table, &options).replace('"', "\"\""));
         out.push('"');
-        if !has_alias(&tokens, at) {
+        if !has_alias(&tokens, last_token) {
             out.push_str(" AS ");
             out.push_str(&sql[last_start..offsets.byte(tokens[reference.last].span.end)]);
         }
@@ -102,6 +116,54 @@ pub(crate) fn expand_options_hints(sql: &str, normalize: bool) -> Result<Cow<'_,
     }
     out.push_str(&sql[copied..]);
     Ok(Cow::Owned(out))
+}
+
+/// A time-travel clause starting at `at`, as Flink and Spark write them for Paimon: its last
+/// token and the read option it stands for.
+/// * `FOR SYSTEM_TIME AS OF TIMESTAMP '…'` (Flink): `scan.timestamp`;
+/// * `VERSION AS OF n | 'tag'` (Spark): `scan.version`;
+/// * `TIMESTAMP AS OF '…'` (Spark): `scan.timestamp`; `TIMESTAMP AS OF n`: unix seconds.
+///
+/// Other forms (an expression, a lookup join's `FOR SYSTEM_TIME AS OF o.proc_time`) are left to
+/// DataFusion's parser, which rejects them.
+fn time_travel_clause(tokens: &[TokenWithSpan], at: usize) -> Option<(usize, Vec<(String, String)>)> {
+    let significant: Vec<usize> = (at..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+        .take(6)
+        .collect();
+    let word = |n: usize| match significant.get(n).map(|&i| &tokens[i].token) {
+        Some(Token::Word(w)) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+        _ => None,
+    };
+    let value = |n: usize| -> Option<(usize, String, bool)> {
+        let i = *significant.get(n)?;
+        match &tokens[i].token {
+            Token::SingleQuotedString(s) => Some((i, s.clone(), false)),
+            Token::Number(n, _) => Some((i, n.clone(), true)),
+            _ => None,
+        }
+    };
+    let as_of = |n: usize| word(n).as_deref() == Some("AS") && word(n + 1).as_deref() == Some("OF");
+    let option = |key: &str, (i, v, _): (usize, String, bool)| Some((i, vec![(key.to_string(), v)]));
+    match word(0)?.as_str() {
+        "FOR" if word(1).as_deref() == Some("SYSTEM_TIME") && as_of(2) => {
+            let literal = match word(4).as_deref() {
+                Some("TIMESTAMP") => value(5)?,
+                _ => value(4)?,
+            };
+            (!literal.2).then_some(())?;
+            option("scan.timestamp", literal)
+        }
+        "VERSION" if as_of(1) => option("scan.version", value(3)?),
+        "TIMESTAMP" if as_of(1) => match value(3)? {
+            (i, seconds, true) => {
+                let millis = seconds.parse::<i64>().ok()?.checked_mul(1000)?;
+                Some((i, vec![("scan.timestamp-millis".to_string(), millis.to_string())]))
+            }
+            literal => option("scan.timestamp", literal),
+        },
+        _ => None,
+    }
 }
 
 /// A hinted table name's table and options; `None` for a name without a hint.
@@ -309,6 +371,38 @@ mod tests {
             expand("SELECT 'é'\nFROM t /*+ OPTIONS('k'='it''s') */\nLIMIT 1"),
             "SELECT 'é'\nFROM \"t /*+ OPTIONS('k' = 'it''s') */\" AS t\nLIMIT 1"
         );
+    }
+
+    #[test]
+    fn time_travel_clauses_become_options() {
+        assert_eq!(
+            expand("SELECT * FROM t FOR SYSTEM_TIME AS OF TIMESTAMP '2024-01-01 00:00:00' WHERE k = 1"),
+            r#"SELECT * FROM "t /*+ OPTIONS('scan.timestamp' = '2024-01-01 00:00:00') */" AS t WHERE k = 1"#
+        );
+        assert_eq!(
+            expand("SELECT * FROM db.t VERSION AS OF 3 a JOIN u VERSION AS OF 'tag1' ON a.k = u.k"),
+            r#"SELECT * FROM db."t /*+ OPTIONS('scan.version' = '3') */" a JOIN "u /*+ OPTIONS('scan.version' = 'tag1') */" AS u ON a.k = u.k"#
+        );
+        // Spark's unix seconds
+        assert_eq!(
+            expand("SELECT * FROM t TIMESTAMP AS OF 1678883047"),
+            r#"SELECT * FROM "t /*+ OPTIONS('scan.timestamp-millis' = '1678883047000') */" AS t"#
+        );
+        assert_eq!(
+            expand("SELECT * FROM t TIMESTAMP AS OF '2024-01-01'"),
+            r#"SELECT * FROM "t /*+ OPTIONS('scan.timestamp' = '2024-01-01') */" AS t"#
+        );
+        // A lookup join's processing-time clause is not a time travel: left to DataFusion.
+        for sql in [
+            "SELECT * FROM o JOIN d FOR SYSTEM_TIME AS OF o.proc_time AS x ON o.k = x.k",
+            "SELECT version AS of FROM t",
+            "SELECT * FROM t OFFSET 1",
+        ] {
+            assert!(
+                matches!(expand_options_hints(sql, true).unwrap(), Cow::Borrowed(_)),
+                "{sql}"
+            );
+        }
     }
 
     #[test]
