@@ -163,6 +163,55 @@ impl PaimonCatalog {
         Ok(true)
     }
 
+    /// Renames `from` (database, table) to `to`, as Paimon's filesystem catalog does: the table
+    /// directory moves. Manifests name data files relative to their table, so nothing inside
+    /// changes. A local directory moves in one rename; on object stores every file moves, the
+    /// schema files last, so the old name stays a readable table until the data has moved.
+    pub async fn rename_table(&self, from: (&str, &str), to: (&str, &str)) -> Result<()> {
+        check_name(to.1, "table")?;
+        let (from_name, to_name) = (format!("{}.{}", from.0, from.1), format!("{}.{}", to.0, to.1));
+        if self.table_schema(from.0, from.1).await?.is_none() {
+            return plan_err!("Table {from_name} does not exist");
+        }
+        if self.database(to.0).is_none() {
+            return plan_err!("Database {} does not exist", to.0);
+        }
+        let target = table_dir(to.0, to.1);
+        if self.io().dir_has_files(&target).await? {
+            return plan_err!("Table {to_name} already exists");
+        }
+        let source = table_dir(from.0, from.1);
+        match (local_path(self.io(), &source), local_path(self.io(), &target)) {
+            (Some(old), Some(new)) => std::fs::rename(&old, &new).map_err(|e| {
+                DataFusionError::Execution(format!("Cannot rename table {from_name} to {to_name}: {e}"))
+            })?,
+            _ => {
+                let (from_prefix, to_prefix) = (self.io().path(&source), self.io().path(&target));
+                let listed: Vec<Path> = self
+                    .io()
+                    .store()
+                    .list(Some(&from_prefix))
+                    .map_ok(|m| m.location)
+                    .try_collect()
+                    .await
+                    .map_err(|e| DataFusionError::ObjectStore(Box::new(e)))?;
+                let (schemas, others): (Vec<Path>, Vec<Path>) = listed
+                    .into_iter()
+                    .partition(|p| p.parts().any(|s| s.as_ref() == "schema"));
+                for old in others.iter().chain(&schemas) {
+                    let rest = old.as_ref()[from_prefix.as_ref().len()..].trim_start_matches('/');
+                    let new = Path::from(format!("{}/{rest}", to_prefix.as_ref()));
+                    self.io()
+                        .store()
+                        .rename(old, &new)
+                        .await
+                        .map_err(|e| DataFusionError::ObjectStore(Box::new(e)))?;
+                }
+            }
+        }
+        self.refresh().await
+    }
+
     /// The latest schema of `database.table`, or `None` if there is no such table.
     pub async fn table_schema(&self, database: &str, table: &str) -> Result<Option<Arc<TableSchema>>> {
         let meta = self.table_meta(database, table);

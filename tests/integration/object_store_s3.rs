@@ -185,6 +185,19 @@ async fn s3_warehouse_create_insert_compact_read_time_travel() {
             && files.contains(&"default.db/t/snapshot/LATEST".to_string()),
         "{files:?}"
     );
+    // A rename moves every object; the table reads the same under its new name, from a new
+    // session too, and nothing is left under the old one.
+    table(&reader, "ALTER TABLE t RENAME TO t2").await;
+    let renamed = warehouse.session().await;
+    assert_eq!(
+        lines(&table(&renamed, "SELECT k, v FROM t2 ORDER BY k").await)[3..6],
+        ["| 1 | z |", "| 2 | b |", "| 4 | d |"]
+    );
+    assert!(warehouse.objects("default.db/t").await.is_empty());
+    assert!(warehouse
+        .objects("default.db/t2")
+        .await
+        .contains(&"default.db/t2/snapshot/snapshot-4".to_string()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

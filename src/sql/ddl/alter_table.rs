@@ -5,7 +5,8 @@
 //!   `UNSET TBLPROPERTIES`);
 //! * `ADD [COLUMN] c TYPE [COMMENT '…'] [FIRST | AFTER x]`, or `ADD (…, …)`;
 //! * `RENAME [COLUMN] a TO b`; `DROP [COLUMN] c`, or `DROP (a, b)`;
-//! * `MODIFY [COLUMN] c TYPE [COMMENT '…'] [FIRST | AFTER x]`, or `MODIFY (…, …)`.
+//! * `MODIFY [COLUMN] c TYPE [COMMENT '…'] [FIRST | AFTER x]`, or `MODIFY (…, …)`;
+//! * `RENAME TO [db.]t2`: renames the table itself (a statement of its own, no schema change).
 //!
 //! The rules are Java's `SchemaManager.generateTableSchema`; the statement has its own grammar
 //! because sqlparser has no `RESET` and no Flink nested types.
@@ -44,6 +45,8 @@ pub(crate) enum Change {
     RenameColumn(String, String),
     DropColumn(String),
     ModifyColumn(ColumnSpec, Option<Position>),
+    /// `RENAME TO [db.]t`: the table itself (no schema change; a statement of its own).
+    RenameTable(ObjectRef),
 }
 
 /// `FIRST` or `AFTER x`.
@@ -76,7 +79,13 @@ pub(crate) fn parse(p: &mut DdlParser) -> Result<AlterTable> {
         one_or_list(p, |p| Ok(Change::ModifyColumn(p.column()?, position(p)?)))?
     } else if p.keyword(Keyword::RENAME) {
         if p.keyword(Keyword::TO) {
-            return not_supported("ALTER TABLE … RENAME TO (renaming a table)");
+            let to = p.object_ref()?;
+            p.expect_end()?;
+            return Ok(AlterTable {
+                name,
+                if_exists,
+                changes: vec![Change::RenameTable(to)],
+            });
         }
         p.keyword(Keyword::COLUMN);
         let from = p.ident()?;
@@ -157,6 +166,11 @@ pub(crate) fn apply(
             Change::RenameColumn(from, to) => rename_column(&mut new, from, to, table)?,
             Change::DropColumn(c) => drop_column(&mut new, c, table)?,
             Change::ModifyColumn(c, pos) => modify_column(&mut new, c, pos.as_ref(), table)?,
+            Change::RenameTable(_) => {
+                return plan_err!(
+                    "Renaming table {table} is a statement of its own: ALTER TABLE … RENAME TO …"
+                )
+            }
         }
     }
     normalize_schema(&mut new, table)?;
@@ -405,6 +419,22 @@ fn is_widening(from: &DataType, to: &DataType) -> bool {
 pub(crate) async fn execute(session: &PaimonSession, stmt: AlterTable) -> Result<()> {
     let name = resolve_table(session, &stmt.name)?;
     let catalog = session.catalog();
+    if let [Change::RenameTable(to)] = &stmt.changes[..] {
+        // Flink and Spark: an unqualified new name stays in the table's database
+        let to = match to.parts.len() {
+            1 => super::names::TableName {
+                database: name.database.clone(),
+                table: to.parts[0].clone(),
+            },
+            _ => resolve_table(session, to)?,
+        };
+        if stmt.if_exists && catalog.table_schema(&name.database, &name.table).await?.is_none() {
+            return Ok(());
+        }
+        return catalog
+            .rename_table((&name.database, &name.table), (&to.database, &to.table))
+            .await;
+    }
     for _ in 0..MAX_ATTEMPTS {
         let Some(old) = catalog.table_schema(&name.database, &name.table).await? else {
             return if stmt.if_exists {
