@@ -11,8 +11,6 @@
 
 use std::sync::Arc;
 
-use arrow::array::{RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::{plan_err, Result};
 use datafusion::dataframe::DataFrame;
 use datafusion::sql::sqlparser::keywords::Keyword;
@@ -187,9 +185,8 @@ pub(crate) async fn execute(session: &PaimonSession, stmt: FlinkStatement) -> Re
 }
 
 fn one_column(session: &PaimonSession, name: &str, values: Vec<String>) -> Result<DataFrame> {
-    let schema = Arc::new(Schema::new(vec![Field::new(name, DataType::Utf8, false)]));
-    let batch = RecordBatch::try_new(schema, vec![Arc::new(StringArray::from(values))])?;
-    Ok(session.context().read_batch(batch)?)
+    // literal rows, not an in-memory table: a Ballista session runs them too
+    super::result_frame::string_column(session.context(), name, &values)
 }
 
 #[cfg(test)]

@@ -11,6 +11,21 @@ use datafusion::dataframe::DataFrame;
 use datafusion::logical_expr::{lit, EmptyRelation, Expr, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::SessionContext;
 
+/// One non-null string column `name` holding `values`, as [`result_frame`].
+pub(crate) fn string_column<S: AsRef<str>>(
+    ctx: &SessionContext,
+    name: &str,
+    values: &[S],
+) -> Result<DataFrame> {
+    let schema = Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new(
+        name,
+        arrow::datatypes::DataType::Utf8,
+        false,
+    )]));
+    let column = arrow::array::StringArray::from_iter_values(values.iter().map(AsRef::as_ref));
+    result_frame(ctx, &[RecordBatch::try_new(schema, vec![Arc::new(column)])?])
+}
+
 /// `batches` (one schema; a handful of rows) as a data frame of literal rows.
 pub(crate) fn result_frame(ctx: &SessionContext, batches: &[RecordBatch]) -> Result<DataFrame> {
     let Some(first) = batches.first() else {

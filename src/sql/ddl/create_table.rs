@@ -35,6 +35,38 @@ pub(crate) struct CreateTable {
     pub(crate) like: Option<ObjectRef>,
 }
 
+impl CreateTable {
+    /// `name` with nothing declared yet.
+    pub(crate) fn named(name: ObjectRef, if_not_exists: bool) -> Self {
+        CreateTable {
+            name,
+            if_not_exists,
+            columns: vec![],
+            primary_key: None,
+            comment: None,
+            partition_keys: None,
+            options: None,
+            like: None,
+        }
+    }
+
+    /// The clauses after the columns, in any order, each at most once: `COMMENT '…'`,
+    /// `PARTITIONED BY (…)`, `WITH (…)`. Stops at the first token that starts none of them.
+    pub(crate) fn parse_table_clauses(&mut self, p: &mut DdlParser) -> Result<()> {
+        loop {
+            if p.keyword(Keyword::COMMENT) {
+                set_once(&mut self.comment, p.string()?, "COMMENT")?;
+            } else if p.keywords(&[Keyword::PARTITIONED, Keyword::BY]) {
+                set_once(&mut self.partition_keys, p.ident_list()?, "PARTITIONED BY")?;
+            } else if p.keyword(Keyword::WITH) {
+                set_once(&mut self.options, p.option_list()?, "WITH")?;
+            } else {
+                return Ok(());
+            }
+        }
+    }
+}
+
 /// Parses the statement, from `CREATE` to the end.
 pub(crate) fn parse(p: &mut DdlParser) -> Result<CreateTable> {
     p.expect_keyword(Keyword::CREATE)?;
@@ -54,14 +86,9 @@ pub(crate) fn parse(p: &mut DdlParser) -> Result<CreateTable> {
         }
         p.expect_end()?;
         return Ok(CreateTable {
-            name,
-            if_not_exists,
-            columns: vec![],
-            primary_key: None,
-            comment: None,
-            partition_keys: None,
             options,
             like: Some(like),
+            ..CreateTable::named(name, if_not_exists)
         });
     }
     p.expect_token(&Token::LParen)?;
@@ -86,27 +113,12 @@ pub(crate) fn parse(p: &mut DdlParser) -> Result<CreateTable> {
     }
     p.expect_token(&Token::RParen)?;
     let mut stmt = CreateTable {
-        name,
-        if_not_exists,
         columns,
         primary_key,
-        comment: None,
-        partition_keys: None,
-        options: None,
-        like: None,
+        ..CreateTable::named(name, if_not_exists)
     };
-    loop {
-        if p.keyword(Keyword::COMMENT) {
-            set_once(&mut stmt.comment, p.string()?, "COMMENT")?;
-        } else if p.keywords(&[Keyword::PARTITIONED, Keyword::BY]) {
-            set_once(&mut stmt.partition_keys, p.ident_list()?, "PARTITIONED BY")?;
-        } else if p.keyword(Keyword::WITH) {
-            set_once(&mut stmt.options, p.option_list()?, "WITH")?;
-        } else {
-            reject_unsupported_clause(p)?;
-            break;
-        }
-    }
+    stmt.parse_table_clauses(p)?;
+    reject_unsupported_clause(p)?;
     p.expect_end()?;
     Ok(stmt)
 }

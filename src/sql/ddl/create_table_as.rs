@@ -60,28 +60,8 @@ pub(crate) fn parse(sql: &str, normalize: bool) -> Result<Option<CreateTableAs>>
             "CREATE TABLE IF NOT EXISTS … AS SELECT is not supported: create the table, then INSERT"
         );
     }
-    let name = p.object_ref()?;
-    let mut table = CreateTable {
-        name,
-        if_not_exists: false,
-        columns: vec![],
-        primary_key: None,
-        comment: None,
-        partition_keys: None,
-        options: None,
-        like: None,
-    };
-    loop {
-        if p.keyword(Keyword::COMMENT) {
-            table.comment = Some(p.string()?);
-        } else if p.keywords(&[Keyword::PARTITIONED, Keyword::BY]) {
-            table.partition_keys = Some(p.ident_list()?);
-        } else if p.keyword(Keyword::WITH) {
-            table.options = Some(p.option_list()?);
-        } else {
-            break;
-        }
-    }
+    let mut table = CreateTable::named(p.object_ref()?, false);
+    table.parse_table_clauses(&mut p)?;
     p.expect_end()?;
     let query = query.trim().trim_end_matches(';').trim().to_string();
     if query.is_empty() {

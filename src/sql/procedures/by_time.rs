@@ -119,7 +119,6 @@ pub(super) async fn execute(session: &PaimonSession, call: &Call) -> Result<Opti
             }
         }
     }
-    session.catalog().refresh().await?;
     Ok(Some(()))
 }
 

@@ -242,16 +242,7 @@ async fn remove_orphan_files(session: &PaimonSession, call: &Call) -> Result<Dat
     let meta = session.catalog().table_meta(&name.database, &name.table);
     let orphans =
         crate::maintenance::orphans::remove_orphan_files(&meta, &schema, older_than, dry_run).await?;
-    let schema = Arc::new(Schema::new(vec![Field::new(
-        "orphan_file",
-        DataType::Utf8,
-        false,
-    )]));
-    let batch = RecordBatch::try_new(
-        schema,
-        vec![Arc::new(StringArray::from_iter_values(orphans.iter()))],
-    )?;
-    crate::sql::result_frame::result_frame(session.context(), &[batch])
+    crate::sql::result_frame::string_column(session.context(), "orphan_file", &orphans)
 }
 
 /// `sys.expire_partitions(table, expiration_time [, timestamp_formatter [, timestamp_pattern
@@ -289,16 +280,7 @@ async fn expire_partitions(session: &PaimonSession, call: &Call) -> Result<DataF
     let now = chrono::Local::now().naive_local();
     let expired = expire(&meta, &schema, &name.to_string(), expiration, &time, now).await?;
     session.catalog().refresh().await?;
-    let schema = Arc::new(Schema::new(vec![Field::new(
-        "expired_partition",
-        DataType::Utf8,
-        false,
-    )]));
-    let batch = RecordBatch::try_new(
-        schema,
-        vec![Arc::new(StringArray::from_iter_values(expired.iter()))],
-    )?;
-    crate::sql::result_frame::result_frame(session.context(), &[batch])
+    crate::sql::result_frame::string_column(session.context(), "expired_partition", &expired)
 }
 
 enum TagAction {
