@@ -21,7 +21,8 @@
 //! A 1-bucket table is one split: its ratios show whether a bucket uses both cores.
 //!
 //! `cargo bench --bench perf_table` (`PERF_KEYS=200000` for a quick run; `PERF_ONLY=diff` runs
-//! only the rows whose name contains `diff`, e.g. under a profiler). Not a criterion bench: the
+//! only the rows whose name contains `diff`, e.g. under a profiler; `PERF_KEEP=<dir>` keeps a
+//! copy of the generated warehouse there, to query by hand). Not a criterion bench: the
 //! figures are ratios of whole statements measured back to back.
 
 // The allocator paimon-sql (and datafusion-cli) run with.
@@ -248,6 +249,9 @@ fn main() {
         }
         register_plain(&plain, &pristine.join("bench.db").join("history"), "history").await;
         register_oldest_and_newer(&paimon, &plain, "five_runs_1_bucket").await;
+        if let Ok(keep) = std::env::var("PERF_KEEP") {
+            copy_dir(&pristine, Path::new(&keep)).expect("copy the warehouse to PERF_KEEP");
+        }
         (paimon, plain)
     });
 

@@ -47,6 +47,9 @@
 //! inside another's) needs neither the loser tree nor key groups: a record survives unless a
 //! newer run holds its key. [`newest_run`] masks each run's rows by the newer runs' keys, a chunk
 //! of keys at a time, and filters them with one kernel per run; its rows are not in key order.
+//! When the oldest run's keys are dense (`lo..=hi`, one per row), its rows are instead masked by
+//! a bitmap of the newer runs' keys, a word of 64 rows at a time, after the newer runs' own
+//! survivors have come out.
 //!
 //! # Why retracts are dropped after the merge
 //!
@@ -93,7 +96,9 @@ use futures::StreamExt;
 
 pub(crate) use cursor::{gallop, integer_narrow_keys, narrow_sort_key, partition_point, sort_key};
 pub(crate) use engine::{is_retract, Collect, Deduplicate, FirstRow, MergeFunction};
-pub(crate) use newest_run::{newest_of_ordered_runs, MAX_RUNS as MAX_UNORDERED_RUNS};
+pub(crate) use newest_run::{
+    newest_of_ordered_runs, newest_over_dense_base, MAX_DENSE_BASE_SPAN, MAX_RUNS as MAX_UNORDERED_RUNS,
+};
 pub(crate) use reduce::{fold_batch, EngineKind, MergeEngineSpec};
 
 /// Which rows a merged key produces.

@@ -110,6 +110,28 @@ impl KeyRange {
         below_upper && above_lower
     }
 
+    /// The range's bounds as inclusive integers (`i64::MIN` / `i64::MAX` where unbounded, or
+    /// where a bound is not an integer); an empty range has the lower above the upper.
+    pub(crate) fn integer_bounds(&self) -> (i64, i64) {
+        let integer = |bound: &ScalarValue| match bound {
+            ScalarValue::Int8(Some(v)) => Some(i64::from(*v)),
+            ScalarValue::Int16(Some(v)) => Some(i64::from(*v)),
+            ScalarValue::Int32(Some(v)) => Some(i64::from(*v)),
+            ScalarValue::Int64(Some(v)) => Some(*v),
+            _ => None,
+        };
+        let lower = self.lower.as_ref().and_then(integer).unwrap_or(i64::MIN);
+        let upper = match self.upper.as_ref().and_then(integer) {
+            Some(upper) if self.upper_inclusive => upper,
+            Some(upper) => match upper.checked_sub(1) {
+                Some(below) => below,
+                None => return (i64::MAX, i64::MIN),
+            },
+            None => i64::MAX,
+        };
+        (lower, upper)
+    }
+
     /// The keys of `unit` that lie in the range: its first-key statistics narrowed to the
     /// range's bounds (an exclusive upper bound kept as a maximum errs on the safe side). A
     /// page that straddles a cut is then judged by a predicate on the part this range reads.

@@ -2,6 +2,7 @@
 //! files of every section, merge sections with several sorted runs, drop retracted keys, then
 //! shape the output (projection, `rowkind` column) and stop at the limit.
 
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, RecordBatch, RecordBatchOptions, StringArray};
@@ -19,8 +20,8 @@ use super::metrics::ScanMetrics;
 use super::row_selection::KeyRange;
 use super::split::{Split, SplitFile};
 use crate::merge::{
-    drop_retracts_stream, merge_runs, merge_sorted_runs, newest_of_ordered_runs, EngineKind, MergeOptions,
-    MAX_UNORDERED_RUNS,
+    drop_retracts_stream, merge_runs, merge_sorted_runs, newest_of_ordered_runs, newest_over_dense_base,
+    EngineKind, MergeOptions, MAX_DENSE_BASE_SPAN, MAX_UNORDERED_RUNS,
 };
 use crate::spec::row_kind;
 
@@ -280,7 +281,10 @@ pub(crate) fn section_stream(
         && deduplicate == Some(false)
         && !need_sequence
         && runs.len() <= MAX_UNORDERED_RUNS;
-    let streams = runs
+    let dense_base = newest_run_wins
+        .then(|| dense_span(ctx, &runs[0], key_range.as_deref()))
+        .flatten();
+    let streams: Vec<SendableRecordBatchStream> = runs
         .into_iter()
         .map(|files| {
             decoded_ahead(
@@ -312,13 +316,28 @@ pub(crate) fn section_stream(
             if ctx.with_rowkind || ctx.keep_retracts {
                 read_columns.push(layout.kind_index());
             }
-            newest_of_ordered_runs(
-                Arc::clone(&layout.schema),
-                streams,
-                options,
-                metrics.merge.clone(),
-                Some(&read_columns),
-            )?
+            match dense_base {
+                Some(span) => {
+                    let mut newer = streams;
+                    let base = newer.remove(0);
+                    newest_over_dense_base(
+                        Arc::clone(&layout.schema),
+                        base,
+                        span,
+                        newer,
+                        options,
+                        metrics.merge.clone(),
+                        Some(&read_columns),
+                    )?
+                }
+                None => newest_of_ordered_runs(
+                    Arc::clone(&layout.schema),
+                    streams,
+                    options,
+                    metrics.merge.clone(),
+                    Some(&read_columns),
+                )?,
+            }
         }
         Some(engine) => merge_runs(
             Arc::clone(&layout.schema),
@@ -341,6 +360,29 @@ pub(crate) fn section_stream(
         Arc::clone(&layout.schema),
         merged,
     )))
+}
+
+/// The keys of `run`, the oldest run of a section, when every one of its files holds dense keys
+/// ([`DenseKey`]) and together they span few more keys than rows: the bitmap of
+/// [`newest_over_dense_base`] then costs at most a few bits a row. Within `range`, if given.
+fn dense_span(ctx: &ScanContext, run: &[SplitFile], range: Option<&KeyRange>) -> Option<RangeInclusive<i64>> {
+    let &[key] = ctx.key_indices.as_slice() else {
+        return None;
+    };
+    let field_id = ctx.layout.fields[key].id;
+    let (mut lo, mut hi, mut rows) = (i64::MAX, i64::MIN, 0i64);
+    for file in run {
+        let dense = DenseKey::of_file(field_id, &file.min_key, &file.max_key, file.row_count)?;
+        lo = lo.min(dense.first);
+        hi = hi.max(dense.first + (file.row_count - 1));
+        rows += file.row_count;
+    }
+    if let Some((lower, upper)) = range.map(KeyRange::integer_bounds) {
+        (lo, hi) = (lo.max(lower), hi.min(upper));
+    }
+    let width = (hi as i128 - lo as i128 + 1).max(0) as u64;
+    (rows > 0 && lo <= hi && width <= 2 * rows as u64 + 1024 && width <= MAX_DENSE_BASE_SPAN)
+        .then_some(lo..=hi)
 }
 
 /// The layout fields the output of a read without merge needs. An append table always

@@ -41,7 +41,10 @@ use super::cursor::{partition_point, KeyForm, RunCursor, LONG};
 use super::stream::next_non_empty;
 use super::{MergeMetrics, MergeOptions};
 
+mod dense_base;
 mod shadow;
+
+pub(crate) use dense_base::{newest_over_dense_base, MAX_SPAN as MAX_DENSE_BASE_SPAN};
 
 /// More runs than this are merged instead: the runs are compared pairwise, which the merge's
 /// loser tree outgrows.

@@ -62,6 +62,31 @@ impl Keep {
         }
     }
 
+    /// `len` rows whose keys are `start, start + 1, ...` as bits of `shadowed` (one bit per key
+    /// from its first): a row is kept unless its key's bit is set. A word of 64 rows at a time.
+    pub(super) fn unshadowed_run(shadowed: &[u64], start: u64, len: usize) -> Self {
+        let mut keep = Keep::all(len);
+        for (word, bits) in keep.words.iter_mut().enumerate() {
+            *bits &= !bits_from(shadowed, start + 64 * word as u64);
+        }
+        keep
+    }
+
+    /// `keys.len()` rows kept unless the bit of their key (its offset from the first key of
+    /// `shadowed`) is set.
+    pub(super) fn unshadowed_keys(shadowed: &[u64], keys: impl Iterator<Item = u64>) -> Self {
+        let mut keep = Keep::all(0);
+        for (i, at) in keys.enumerate() {
+            if i % 64 == 0 {
+                keep.words.push(0);
+            }
+            let bit = shadowed.get((at / 64) as usize).map_or(0, |w| w >> (at % 64) & 1);
+            keep.words[i / 64] |= (1 - bit) << (i % 64);
+            keep.len = i + 1;
+        }
+        keep
+    }
+
     pub(super) fn into_buffer(self) -> BooleanBuffer {
         BooleanBuffer::new(Buffer::from_vec(self.words), 0, self.len)
     }

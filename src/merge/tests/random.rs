@@ -278,3 +278,107 @@ async fn newest_run_wins_keeps_the_later_of_a_repeated_key() -> Result<()> {
     );
     Ok(())
 }
+
+/// A dense oldest run (`newest_over_dense_base`): the same records as the model, in any order.
+/// The base holds the keys of its span, some missing (as a deletion vector leaves them) and some
+/// retracting; the newer runs hold keys inside the span and around it, repeated across runs.
+/// Keys are INT (the bitmap takes them widened). A base key outside the given span is an error.
+#[tokio::test]
+async fn dense_base_matches_model() -> Result<()> {
+    let by_key = |a: &Rec, b: &Rec| a.0.cmp(&b.0);
+    for seed in 0..300u64 {
+        let mut rng = Rng(seed.wrapping_mul(15_485_863));
+        let keep_retracts = seed % 4 == 0;
+        let lo = rng.below(50) as i32 - 25;
+        let len = 1 + rng.below(300) as i32;
+        let gaps = seed % 3 == 0;
+        let mut base: Vec<Rec> = Vec::new();
+        for k in lo..lo + len {
+            if !gaps || rng.below(8) != 0 {
+                let kind = [I, I, I, I, UA, D][rng.below(6) as usize];
+                base.push(int(k, 0, kind, &format!("base{k}")));
+            }
+        }
+        let mut runs = vec![base];
+        for run in 1..=1 + rng.below(4) as i64 {
+            let density = rng.below(60);
+            let mut recs: Vec<Rec> = Vec::new();
+            for k in lo - 20..lo + len + 20 {
+                if rng.below(100) < density {
+                    let kind = [I, I, UA, UB, D][rng.below(5) as usize];
+                    recs.push(int(k, run * 1000, kind, &format!("r{run}k{k}")));
+                }
+            }
+            runs.push(recs);
+        }
+        let sizes: Vec<usize> = (0..3).map(|_| 1 + rng.below(70) as usize).collect();
+        let span = i64::from(lo)..=i64::from(lo + len - 1);
+        for read_columns in [None, Some([0, 3])] {
+            let (schema, key_columns, mut streams) = runs_as_streams(&runs, &sizes);
+            let base = streams.remove(0);
+            let options = MergeOptions {
+                key_columns,
+                seq_column: 1,
+                kind_column: 2,
+                keep_retracts,
+                batch_size: 64,
+            };
+            let metrics = MergeMetrics::new(&ExecutionPlanMetricsSet::new(), 0);
+            let read = read_columns.as_ref().map(|c| c.as_slice());
+            let stream = newest_over_dense_base(
+                Arc::clone(&schema),
+                base,
+                span.clone(),
+                streams,
+                options,
+                metrics.clone(),
+                read,
+            )?;
+            let batches: Vec<RecordBatch> = stream.try_collect().await?;
+            assert!(
+                batches.iter().all(|b| b.num_rows() > 0),
+                "seed {seed}: empty batch"
+            );
+            let mut got: Vec<Rec> = batches.iter().flat_map(from_batch).collect();
+            got.sort_by(by_key);
+            let mut expected = model(&runs, keep_retracts);
+            if read_columns.is_some() {
+                for (_, seq, kind, _) in &mut expected {
+                    (*seq, *kind) = (0, 0);
+                }
+            }
+            expected.sort_by(by_key);
+            assert_eq!(
+                got, expected,
+                "seed {seed}, sizes {sizes:?}, read {read_columns:?}"
+            );
+            let input: usize = runs.iter().map(Vec::len).sum();
+            let keys = got.len() + metrics.retracts_dropped.value();
+            assert_eq!(metrics.input_rows.value(), input, "seed {seed}");
+            assert_eq!(metrics.output_rows.value(), got.len(), "seed {seed}");
+            assert_eq!(metrics.rows_merged_away.value(), input - keys, "seed {seed}");
+        }
+    }
+    // the files' statistics said 0..=2, the run holds 3
+    let runs = vec![
+        vec![int(0, 0, I, "a"), int(3, 0, I, "b")],
+        vec![int(1, 5, I, "c")],
+    ];
+    let (schema, key_columns, mut streams) = runs_as_streams(&runs, &[10]);
+    let base = streams.remove(0);
+    let options = MergeOptions {
+        key_columns,
+        seq_column: 1,
+        kind_column: 2,
+        keep_retracts: false,
+        batch_size: 64,
+    };
+    let metrics = MergeMetrics::new(&ExecutionPlanMetricsSet::new(), 0);
+    let stream = newest_over_dense_base(schema, base, 0..=2, streams, options, metrics, None)?;
+    let err = stream.try_collect::<Vec<_>>().await.unwrap_err().to_string();
+    assert!(
+        err.contains("holds key 3, outside its files' key range 0..=2"),
+        "{err}"
+    );
+    Ok(())
+}
