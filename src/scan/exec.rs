@@ -31,7 +31,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Par
 use super::file_read::ReadLayout;
 use super::metrics::ScanMetrics;
 use super::row_selection::StatsPruning;
-use super::split::Split;
+use super::split::{NewerRuns, Split};
 use super::stream::partition_stream;
 use crate::io::FileIO;
 use crate::merge::MergeEngineSpec;
@@ -182,8 +182,13 @@ impl PaimonScanExec {
                     .as_ref()
                     .map(|r| format!(" rows=[{}, {})", r.start, r.end))
                     .unwrap_or_default();
+                let newer = match s.newer_runs {
+                    NewerRuns::InRange => "",
+                    NewerRuns::Whole => " newer_runs=whole",
+                    NewerRuns::KeysOnly => " newer_runs=keys",
+                };
                 format!(
-                    "{}bucket-{}{keys}{rows}: files={} runs={}",
+                    "{}bucket-{}{keys}{rows}{newer}: files={} runs={}",
                     s.partition_path,
                     s.bucket,
                     s.file_count(),

@@ -26,7 +26,8 @@ use datafusion::common::{Result, ScalarValue};
 use super::exec::ScanContext;
 use super::incremental::plan::{ChangeFiles, ChangeSplit};
 use super::row_selection::{wanted_key_units, wanted_rows, KeyRange, KeyUnit};
-use super::split::{Split, SplitFile};
+use super::split::{NewerRuns, Split, SplitFile};
+use super::stream::dense_base_runs;
 use crate::format::FileFormat;
 use crate::spec::DataField;
 
@@ -74,6 +75,16 @@ pub(crate) async fn spread_over_partitions(
                     pieces.flush();
                     for (run, at) in pieces_of_run {
                         pieces.push_rows(vec![run], at);
+                    }
+                    continue;
+                }
+            }
+            if let Some(key) = first_key.filter(|_| rows > share + share / 4) {
+                let wanted = ((rows + share - 1) / share).min(partitions as i64) as usize;
+                if let Some(over_base) = pieces_over_dense_base(ctx, section, key, wanted) {
+                    pieces.flush();
+                    for (section, range, newer, rows) in over_base {
+                        pieces.push_over_base(section, range, newer, rows);
                     }
                     continue;
                 }
@@ -132,6 +143,7 @@ impl<'a> Pieces<'a> {
             key_range,
             rows_estimate: rows,
             row_piece: None,
+            newer_runs: NewerRuns::InRange,
         }
     }
 
@@ -158,11 +170,117 @@ impl<'a> Pieces<'a> {
         self.done.push(piece);
     }
 
+    fn push_over_base(&mut self, section: Section, range: Option<KeyRange>, newer: NewerRuns, rows: i64) {
+        let mut piece = self.piece(vec![section], range.map(Arc::new), Some(rows));
+        piece.newer_runs = newer;
+        self.done.push(piece);
+    }
+
     fn push_rows(&mut self, section: Section, at: Range<i64>) {
         let mut piece = self.piece(vec![section], None, Some(at.end - at.start));
         piece.row_piece = Some(at);
         self.done.push(piece);
     }
+}
+
+/// A section a query reads over its dense oldest run (`stream::dense_base_runs`) cut into
+/// `wanted` pieces by key, each with its key range, how it reads the newer runs, and its
+/// estimated rows. Every piece masks its part of the oldest run by the newer runs' keys; the
+/// first also reads the newer runs whole and outputs their survivors, so the others decode only
+/// the newer runs' key column in their range. Cut into key ranges alike, every piece would
+/// decode every column of the newer runs' row groups it touches, dictionary pages included
+/// (a small run is one row group, which every cut straddles).
+///
+/// The cuts balance the columns decoded, counting a row of one column as one: the first piece
+/// takes `x0` rows of the oldest run (`c` columns) and the `n` newer rows (`c` + the key), each
+/// other piece `x` rows of the oldest run and the newer keys in its range (about `n · x / b`,
+/// for `b` rows of the oldest run): `x0·c + n·(c + 1) = x·(c + n/b)`, `x0 + (wanted − 1)·x = b`.
+/// `None` when the section is not read over a dense oldest run, when a predicate may prune
+/// (key ranges cut from page statistics then skip what it rules out), or when the query reads
+/// no column but the key (a `count(*)`): then the newer runs' keys are all it decodes of them,
+/// and the other pieces would decode them a second time.
+fn pieces_over_dense_base(
+    ctx: &ScanContext,
+    section: &Section,
+    key: &DataField,
+    wanted: usize,
+) -> Option<Vec<(Section, Option<KeyRange>, NewerRuns, i64)>> {
+    if wanted < 2 || ctx.pruning.is_some() {
+        return None;
+    }
+    let (runs, span) = dense_base_runs(ctx, section)?;
+    let (lo, hi) = (*span.start(), *span.end());
+    let base_rows: i64 = runs[0].iter().map(|f| f.row_count).sum();
+    let newer_rows: i64 = runs[1..].iter().flatten().map(|f| f.row_count).sum();
+    let values = ctx
+        .output_columns
+        .iter()
+        .filter(|i| !ctx.key_indices.contains(i))
+        .count();
+    if values == 0 {
+        return None;
+    }
+    let (b, n, pieces, c) = (base_rows as f64, newer_rows as f64, wanted as f64, values as f64);
+    let x = ((b * c + n * (c + 1.0)) / (pieces * c + n / b)).min(b / (pieces - 1.0));
+    let x0 = (b - (pieces - 1.0) * x).max(0.0);
+    // keys per row of the oldest run (1, unless its files leave gaps between them)
+    let width = (hi - lo + 1) as f64 / b;
+    let mut cuts: Vec<i64> = (0..wanted - 1)
+        .map(|i| lo + ((x0 + i as f64 * x) * width).round() as i64)
+        .collect();
+    cuts.dedup();
+    let key_type = key.data_type.to_arrow();
+    let bound = |key: i64| ScalarValue::Int64(Some(key)).cast_to(&key_type).ok();
+    let mut out = Vec::with_capacity(wanted);
+    // the first piece: the newer runs whole, and the oldest run below the first cut (if any)
+    let whole: Section = runs[1..].to_vec();
+    let first_cut = cuts[0];
+    if first_cut > lo {
+        let range = KeyRange {
+            field_id: key.id,
+            key_type: key_type.clone(),
+            lower: None,
+            upper: Some(bound(first_cut)?),
+            upper_inclusive: false,
+        };
+        let mut first = section_in_range(&runs[..1], &range);
+        if first.is_empty() {
+            return None;
+        }
+        first.extend(whole);
+        out.push((first, Some(range), NewerRuns::Whole, (x0 + n) as i64));
+    } else {
+        // no row of the oldest run left to the first piece: it is a plain merge of the newer
+        // runs
+        out.push((whole, None, NewerRuns::InRange, newer_rows));
+    }
+    for (i, &from) in cuts.iter().enumerate() {
+        let range = KeyRange {
+            field_id: key.id,
+            key_type: key_type.clone(),
+            lower: Some(bound(from)?),
+            upper: match cuts.get(i + 1) {
+                Some(&to) => Some(bound(to)?),
+                None => None,
+            },
+            upper_inclusive: false,
+        };
+        let piece = section_in_range(&runs, &range);
+        // (the oldest run must keep a file in the range, or the piece has nothing to mask)
+        let base_first = piece
+            .first()
+            .is_some_and(|run| runs[0].iter().any(|f| f.file_name == run[0].file_name));
+        if !base_first {
+            return None;
+        }
+        out.push((
+            piece,
+            Some(range),
+            NewerRuns::KeysOnly,
+            (x * (1.0 + n / b)) as i64,
+        ));
+    }
+    Some(out)
 }
 
 /// `files` of the bucket directory `dir` opened with their page indexes, through the
@@ -449,7 +567,7 @@ fn range_may_match(ctx: &ScanContext, range: &KeyRange, units: &[KeyUnit], key_t
 
 /// The runs of `section` cut to the files that may hold keys of `range` (file key statistics);
 /// runs left without files are dropped.
-fn section_in_range(section: &Section, range: &KeyRange) -> Section {
+fn section_in_range(section: &[Vec<SplitFile>], range: &KeyRange) -> Section {
     section
         .iter()
         .map(|run| {

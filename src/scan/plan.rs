@@ -137,6 +137,7 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
             key_range: None,
             rows_estimate: None,
             row_piece: None,
+            newer_runs: Default::default(),
         });
     }
     Ok(ScanPlan {

@@ -128,6 +128,24 @@ pub(crate) struct Split {
     /// The rows of its one section this split reads, as positions in the section's run, when
     /// it is a piece of a big single-run section (`parallel::row_pieces`); for `EXPLAIN`.
     pub(crate) row_piece: Option<Range<i64>>,
+    /// How this piece reads the newer runs when it is cut over a dense oldest run.
+    pub(crate) newer_runs: NewerRuns,
+}
+
+/// How a piece of a section cut over a dense oldest run (`parallel`, read by
+/// `merge::newest_over_dense_base`) reads the runs newer than it. The oldest run is read in the
+/// piece's key range, whatever this says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum NewerRuns {
+    /// In the piece's key range, like every other run (any other piece).
+    #[default]
+    InRange,
+    /// Whole, every key: this piece outputs every survivor of the newer runs, so the other
+    /// pieces need only their keys.
+    Whole,
+    /// In the piece's key range, the key column only: they mask the oldest run, and another
+    /// piece outputs them.
+    KeysOnly,
 }
 
 impl Split {

@@ -18,7 +18,7 @@ use super::exec::ScanContext;
 use super::file_read::{read_file, DenseKey, FileToRead};
 use super::metrics::ScanMetrics;
 use super::row_selection::KeyRange;
-use super::split::{Split, SplitFile};
+use super::split::{NewerRuns, Split, SplitFile};
 use crate::merge::{
     drop_retracts_stream, merge_runs, merge_sorted_runs, newest_of_ordered_runs, newest_over_dense_base,
     EngineKind, MergeOptions, MAX_DENSE_BASE_SPAN, MAX_UNORDERED_RUNS,
@@ -34,30 +34,23 @@ pub(crate) fn partition_stream(
     limit: Option<usize>,
 ) -> SendableRecordBatchStream {
     let output_schema = Arc::clone(&ctx.output_schema);
-    type Section = (String, Option<Arc<KeyRange>>, Vec<Vec<SplitFile>>);
+    type Section = (String, Option<Arc<KeyRange>>, NewerRuns, Vec<Vec<SplitFile>>);
     let sections: Vec<Section> = splits
         .into_iter()
         .flat_map(|s| {
             let dir = s.bucket_dir;
-            let range = s.key_range;
+            let (range, newer) = (s.key_range, s.newer_runs);
             s.sections
                 .into_iter()
-                .map(move |runs| (dir.clone(), range.clone(), runs))
+                .map(move |runs| (dir.clone(), range.clone(), newer, runs))
         })
         .collect();
     let open_ctx = Arc::clone(&ctx);
     let section_metrics = metrics.clone();
     let merged = futures::stream::iter(sections)
-        .map(move |(dir, range, runs)| {
-            section_stream(
-                &open_ctx,
-                &dir,
-                range,
-                runs,
-                batch_size,
-                SectionRead::Query,
-                &section_metrics,
-            )
+        .map(move |(dir, range, newer, runs)| {
+            let read = SectionRead::Query { newer };
+            section_stream(&open_ctx, &dir, range, runs, batch_size, read, &section_metrics)
         })
         .try_flatten();
     let shaped = merged
@@ -198,8 +191,9 @@ pub(crate) fn run_stream(
 pub(crate) enum SectionRead {
     /// A query's scan: a run read without a merge decodes only the output's columns (the key
     /// of a compacted table is not decoded unless the query selects it), and rows need not
-    /// come in key order.
-    Query,
+    /// come in key order. `newer`: how a piece of a section cut over a dense oldest run reads
+    /// the newer runs (`parallel`).
+    Query { newer: NewerRuns },
     /// A diff's state: every layout column (a diff compares them all), in key order.
     Diff,
 }
@@ -220,7 +214,7 @@ pub(crate) fn section_stream(
     let unmerged_read = || RunRead {
         only_fields: match read {
             SectionRead::Diff => None,
-            SectionRead::Query => Some(output_fields(ctx)),
+            SectionRead::Query { .. } => Some(output_fields(ctx)),
         },
         ..RunRead::unmerged()
     };
@@ -277,28 +271,40 @@ pub(crate) fn section_stream(
     // Runs in sequence order and a reader that needs no key order: a record survives unless a
     // newer run holds its key (`merge::newest_of_ordered_runs`). `ignore-delete` lets an older
     // record win over a newer retraction: merged.
-    let newest_run_wins = read == SectionRead::Query
+    let newer = match read {
+        SectionRead::Query { newer } => newer,
+        SectionRead::Diff => NewerRuns::InRange,
+    };
+    let newest_run_wins = matches!(read, SectionRead::Query { .. })
         && deduplicate == Some(false)
         && !need_sequence
         && runs.len() <= MAX_UNORDERED_RUNS;
     let dense_base = newest_run_wins
         .then(|| dense_span(ctx, &runs[0], key_range.as_deref()))
         .flatten();
+    if newer != NewerRuns::InRange && dense_base.is_none() {
+        return Err(datafusion::common::internal_datafusion_err!(
+            "a piece of {dir} cut over a dense oldest run is not read over it"
+        ));
+    }
     let streams: Vec<SendableRecordBatchStream> = runs
         .into_iter()
-        .map(|files| {
-            decoded_ahead(
-                run_stream(
-                    ctx,
-                    dir,
+        .enumerate()
+        .map(|(run, files)| {
+            // the oldest run is read in the piece's range; the newer runs as the piece says
+            let (range, read) = match (run, newer) {
+                (0, _) | (_, NewerRuns::InRange) => (key_range.clone(), RunRead::for_merge(need_sequence)),
+                (_, NewerRuns::Whole) => (None, RunRead::for_merge(need_sequence)),
+                (_, NewerRuns::KeysOnly) => (
                     key_range.clone(),
-                    files,
-                    batch_size,
-                    RunRead::for_merge(need_sequence),
-                    metrics,
+                    RunRead {
+                        only_fields: Some(ctx.key_indices.clone().into()),
+                        ..RunRead::for_merge(need_sequence)
+                    },
                 ),
-                RUN_DECODE_AHEAD,
-            )
+            };
+            let stream = run_stream(ctx, dir, range, files, batch_size, read, metrics);
+            decoded_ahead(stream, RUN_DECODE_AHEAD)
         })
         .collect();
     let options = MergeOptions {
@@ -318,13 +324,14 @@ pub(crate) fn section_stream(
             }
             match dense_base {
                 Some(span) => {
-                    let mut newer = streams;
-                    let base = newer.remove(0);
+                    let mut newer_runs = streams;
+                    let base = newer_runs.remove(0);
                     newest_over_dense_base(
                         Arc::clone(&layout.schema),
                         base,
                         span,
-                        newer,
+                        newer_runs,
+                        newer != NewerRuns::KeysOnly,
                         options,
                         metrics.merge.clone(),
                         Some(&read_columns),
@@ -383,6 +390,26 @@ fn dense_span(ctx: &ScanContext, run: &[SplitFile], range: Option<&KeyRange>) ->
     let width = (hi as i128 - lo as i128 + 1).max(0) as u64;
     (rows > 0 && lo <= hi && width <= 2 * rows as u64 + 1024 && width <= MAX_DENSE_BASE_SPAN)
         .then_some(lo..=hi)
+}
+
+/// The runs of a section of a query's scan, oldest first, and the key span of the oldest, when
+/// [`section_stream`] reads them over a dense oldest run ([`newest_over_dense_base`]): a
+/// `deduplicate` table without `ignore-delete`, runs in sequence order, the oldest dense.
+/// Planning cuts such a section into pieces that read the newer runs unevenly (`parallel`).
+pub(crate) fn dense_base_runs(
+    ctx: &ScanContext,
+    runs: &[Vec<SplitFile>],
+) -> Option<(Vec<Vec<SplitFile>>, RangeInclusive<i64>)> {
+    let deduplicate = ctx
+        .engine
+        .as_ref()
+        .is_some_and(|e| matches!(e.kind, EngineKind::Deduplicate { ignore_delete: false }));
+    if !deduplicate || ctx.lookup_read || runs.len() < 2 || runs.len() > MAX_UNORDERED_RUNS {
+        return None;
+    }
+    let ordered = in_sequence_order(runs.to_vec()).ok()?;
+    let span = dense_span(ctx, &ordered[0], None)?;
+    Some((ordered, span))
 }
 
 /// The layout fields the output of a read without merge needs. An append table always

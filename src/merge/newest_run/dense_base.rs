@@ -36,12 +36,15 @@ pub(crate) const MAX_SPAN: u64 = 1 << 26;
 /// Keeps, for every key, its record in the newest run that holds it, as
 /// [`newest_of_ordered_runs`] does for `base` followed by `newer`, where `base` is the oldest
 /// run and every key of it lies in `span` (the caller knows it from the files' statistics).
-/// Output: the newer runs' survivors, then the base's, not in key order.
+/// Output: the newer runs' survivors (unless not `emit_newer`: another reader outputs them,
+/// and they only mask this base), then the base's, not in key order.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn newest_over_dense_base(
     schema: SchemaRef,
     base: SendableRecordBatchStream,
     span: RangeInclusive<i64>,
     newer: Vec<SendableRecordBatchStream>,
+    emit_newer: bool,
     options: MergeOptions,
     metrics: MergeMetrics,
     read_columns: Option<&[usize]>,
@@ -61,7 +64,7 @@ pub(crate) fn newest_over_dense_base(
     };
     let shadowed = Arc::new(Mutex::new(vec![0u64; width.div_ceil(64) as usize]));
     // every record of a newer run shadows the base's record of its key, whatever its kind
-    let tapped = newer
+    let tapped: Vec<SendableRecordBatchStream> = newer
         .into_iter()
         .map(|run| {
             let schema = run.schema();
@@ -74,13 +77,22 @@ pub(crate) fn newest_over_dense_base(
             Box::pin(RecordBatchStreamAdapter::new(schema, marked)) as SendableRecordBatchStream
         })
         .collect();
-    let newer = newest_of_ordered_runs(
-        Arc::clone(&schema),
-        tapped,
-        options.clone(),
-        metrics.clone(),
-        read_columns,
-    )?;
+    let newer = match emit_newer {
+        true => newest_of_ordered_runs(
+            Arc::clone(&schema),
+            tapped,
+            options.clone(),
+            metrics.clone(),
+            read_columns,
+        )?,
+        // read to the end for their keys, one run after another (each decodes ahead)
+        false => {
+            let drained = futures::stream::iter(tapped)
+                .flatten()
+                .try_filter_map(|_| futures::future::ready(Ok(None)));
+            Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&schema), drained))
+        }
+    };
     let mut placeholders = Placeholders::new(&schema, read_columns);
     let keep_retracts = options.keep_retracts;
     // (`chain` polls the base only once the newer runs are spent: the bitmap is complete)

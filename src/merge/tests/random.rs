@@ -313,7 +313,7 @@ async fn dense_base_matches_model() -> Result<()> {
         }
         let sizes: Vec<usize> = (0..3).map(|_| 1 + rng.below(70) as usize).collect();
         let span = i64::from(lo)..=i64::from(lo + len - 1);
-        for read_columns in [None, Some([0, 3])] {
+        for (read_columns, emit_newer) in [(None, true), (Some([0, 3]), true), (None, false)] {
             let (schema, key_columns, mut streams) = runs_as_streams(&runs, &sizes);
             let base = streams.remove(0);
             let options = MergeOptions {
@@ -330,6 +330,7 @@ async fn dense_base_matches_model() -> Result<()> {
                 base,
                 span.clone(),
                 streams,
+                emit_newer,
                 options,
                 metrics.clone(),
                 read,
@@ -347,11 +348,18 @@ async fn dense_base_matches_model() -> Result<()> {
                     (*seq, *kind) = (0, 0);
                 }
             }
+            // without the newer runs' survivors: the base's records that won
+            if !emit_newer {
+                expected.retain(|rec| rec.3.starts_with("base"));
+            }
             expected.sort_by(by_key);
             assert_eq!(
                 got, expected,
-                "seed {seed}, sizes {sizes:?}, read {read_columns:?}"
+                "seed {seed}, sizes {sizes:?}, read {read_columns:?}, emit_newer {emit_newer}"
             );
+            if !emit_newer {
+                continue;
+            }
             let input: usize = runs.iter().map(Vec::len).sum();
             let keys = got.len() + metrics.retracts_dropped.value();
             assert_eq!(metrics.input_rows.value(), input, "seed {seed}");
@@ -374,7 +382,7 @@ async fn dense_base_matches_model() -> Result<()> {
         batch_size: 64,
     };
     let metrics = MergeMetrics::new(&ExecutionPlanMetricsSet::new(), 0);
-    let stream = newest_over_dense_base(schema, base, 0..=2, streams, options, metrics, None)?;
+    let stream = newest_over_dense_base(schema, base, 0..=2, streams, true, options, metrics, None)?;
     let err = stream.try_collect::<Vec<_>>().await.unwrap_err().to_string();
     assert!(
         err.contains("holds key 3, outside its files' key range 0..=2"),
