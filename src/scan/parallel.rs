@@ -208,7 +208,7 @@ fn pieces_over_dense_base(
     if wanted < 2 || ctx.pruning.is_some() {
         return None;
     }
-    let (runs, span) = dense_base_runs(ctx, section)?;
+    let (runs, span) = dense_base_runs(ctx, section, None)?;
     let (lo, hi) = (*span.start(), *span.end());
     let base_rows: i64 = runs[0].iter().map(|f| f.row_count).sum();
     let newer_rows: i64 = runs[1..].iter().flatten().map(|f| f.row_count).sum();
@@ -248,6 +248,8 @@ fn pieces_over_dense_base(
             return None;
         }
         first.extend(whole);
+        // (the stream reads the piece over its oldest run: it must qualify on its own)
+        dense_base_runs(ctx, &first, Some(&range))?;
         out.push((first, Some(range), NewerRuns::Whole, (x0 + n) as i64));
     } else {
         // no row of the oldest run left to the first piece: it is a plain merge of the newer
@@ -270,7 +272,7 @@ fn pieces_over_dense_base(
         let base_first = piece
             .first()
             .is_some_and(|run| runs[0].iter().any(|f| f.file_name == run[0].file_name));
-        if !base_first {
+        if !base_first || dense_base_runs(ctx, &piece, Some(&range)).is_none() {
             return None;
         }
         out.push((

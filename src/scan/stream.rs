@@ -392,13 +392,15 @@ fn dense_span(ctx: &ScanContext, run: &[SplitFile], range: Option<&KeyRange>) ->
         .then_some(lo..=hi)
 }
 
-/// The runs of a section of a query's scan, oldest first, and the key span of the oldest, when
-/// [`section_stream`] reads them over a dense oldest run ([`newest_over_dense_base`]): a
-/// `deduplicate` table without `ignore-delete`, runs in sequence order, the oldest dense.
-/// Planning cuts such a section into pieces that read the newer runs unevenly (`parallel`).
+/// The runs of a section of a query's scan, oldest first, and the key span of the oldest
+/// (within `range`, if given), when [`section_stream`] reads them over a dense oldest run
+/// ([`newest_over_dense_base`]): a `deduplicate` table without `ignore-delete`, runs in
+/// sequence order, the oldest dense. Planning cuts such a section into pieces that read the
+/// newer runs unevenly (`parallel`), and checks each piece with it.
 pub(crate) fn dense_base_runs(
     ctx: &ScanContext,
     runs: &[Vec<SplitFile>],
+    range: Option<&KeyRange>,
 ) -> Option<(Vec<Vec<SplitFile>>, RangeInclusive<i64>)> {
     let deduplicate = ctx
         .engine
@@ -408,7 +410,7 @@ pub(crate) fn dense_base_runs(
         return None;
     }
     let ordered = in_sequence_order(runs.to_vec()).ok()?;
-    let span = dense_span(ctx, &ordered[0], None)?;
+    let span = dense_span(ctx, &ordered[0], range)?;
     Some((ordered, span))
 }
 
