@@ -18,9 +18,9 @@ use std::ops::RangeInclusive;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use arrow::array::{AsArray, RecordBatch};
+use arrow::array::{ArrayRef, AsArray, RecordBatch};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Int64Type, SchemaRef};
+use arrow::datatypes::{DataType, Int64Type, Int8Type, SchemaRef};
 use datafusion::common::{exec_datafusion_err, Result};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -122,12 +122,8 @@ pub(crate) fn newest_over_dense_base(
             drop(bits);
             let survivors = keep.count();
             if !keep_retracts {
-                keep.drop_retracts(
-                    batch
-                        .column(options.kind_column)
-                        .as_primitive::<arrow::datatypes::Int8Type>()
-                        .values(),
-                );
+                let kinds = batch.column(options.kind_column).as_primitive::<Int8Type>();
+                keep.drop_retracts(kinds.values());
             }
             let kept = keep.count();
             metrics.input_rows.add(rows);
@@ -146,7 +142,7 @@ pub(crate) fn newest_over_dense_base(
 }
 
 /// The key column of `batch` as Int64 (an integer key of any width).
-fn integer_keys(batch: &RecordBatch, key: usize) -> Result<arrow::array::ArrayRef> {
+fn integer_keys(batch: &RecordBatch, key: usize) -> Result<ArrayRef> {
     let column = batch.column(key);
     if column.null_count() > 0 {
         return Err(exec_datafusion_err!("a primary key column holds NULL"));
@@ -155,7 +151,7 @@ fn integer_keys(batch: &RecordBatch, key: usize) -> Result<arrow::array::ArrayRe
 }
 
 /// Sets the bit of every key of `keys` (Int64) that lies in `lo..=hi`.
-fn mark(bits: &mut [u64], keys: &arrow::array::ArrayRef, lo: i64, hi: i64) {
+fn mark(bits: &mut [u64], keys: &ArrayRef, lo: i64, hi: i64) {
     for &key in keys.as_primitive::<Int64Type>().values() {
         if key >= lo && key <= hi {
             let at = (key - lo) as u64;
