@@ -270,6 +270,11 @@ pub(crate) fn drop_retracts(batch: &RecordBatch, kind_column: usize) -> Result<R
         ))
     })?;
     let values = kinds.values();
+    // Most batches hold no retraction (a compacted run at the top level holds none): one pass
+    // that vectorizes finds out before any bitmap is built.
+    if !values.iter().fold(false, |any, &kind| any | is_retract(kind)) {
+        return Ok(batch.clone());
+    }
     // a null kind cannot be a retraction; keep such rows rather than guess
     let keep = BooleanBuffer::collect_bool(values.len(), |i| !is_retract(values[i]));
     let keep = match kinds.nulls() {
