@@ -3,6 +3,10 @@
 //!
 //! ```text
 //! split (bucket) ── sections ──► small sections grouped into pieces of about one share
+//!                            ├─► one big sorted run: pieces of rows (`row_pieces`)
+//!                            ├─► a query deduplicating over a dense oldest run: key ranges of
+//!                            │   that run, the first piece with the newer runs whole, the
+//!                            │   others with only their keys (`pieces_over_dense_base`)
 //!                            └─► a big section of a primary-key table: key ranges cut from the
 //!                                row-group / page statistics of its files, each range merged
 //!                                by its own partition
