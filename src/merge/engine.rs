@@ -19,6 +19,12 @@ pub(crate) fn is_retract(kind: i8) -> bool {
     kind == KIND_UPDATE_BEFORE || kind == KIND_DELETE
 }
 
+/// Whether any of `kinds` retracts. One pass without early exit, which vectorizes: most
+/// batches hold no retraction, and callers skip their per-row work when none does.
+pub(crate) fn any_retract(kinds: &[i8]) -> bool {
+    kinds.iter().fold(false, |any, &kind| any | is_retract(kind))
+}
+
 /// One input record of a key group, identified by its position in the merge's batch store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Candidate {

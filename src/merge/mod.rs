@@ -95,7 +95,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::StreamExt;
 
 pub(crate) use cursor::{gallop, integer_narrow_keys, narrow_sort_key, partition_point, sort_key};
-pub(crate) use engine::{is_retract, Collect, Deduplicate, FirstRow, MergeFunction};
+pub(crate) use engine::{any_retract, is_retract, Collect, Deduplicate, FirstRow, MergeFunction};
 pub(crate) use newest_run::{
     newest_of_ordered_runs, newest_over_dense_base, MAX_DENSE_BASE_SPAN, MAX_RUNS as MAX_UNORDERED_RUNS,
 };
@@ -270,9 +270,8 @@ pub(crate) fn drop_retracts(batch: &RecordBatch, kind_column: usize) -> Result<R
         ))
     })?;
     let values = kinds.values();
-    // Most batches hold no retraction (a compacted run at the top level holds none): one pass
-    // that vectorizes finds out before any bitmap is built.
-    if !values.iter().fold(false, |any, &kind| any | is_retract(kind)) {
+    // most batches hold no retraction (a compacted run at the top level holds none)
+    if !any_retract(values) {
         return Ok(batch.clone());
     }
     // a null kind cannot be a retraction; keep such rows rather than guess

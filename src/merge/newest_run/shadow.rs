@@ -4,7 +4,7 @@
 use arrow::buffer::{BooleanBuffer, Buffer};
 
 use crate::merge::cursor::{gallop, RunCursor};
-use crate::merge::engine::is_retract;
+use crate::merge::engine::{any_retract, is_retract};
 
 /// One bit per row of a run's chunk, set while the row survives. Bits rather than `bool`s: the
 /// filter kernel takes them as they are, and a word of 64 rows is cleared at once.
@@ -50,7 +50,7 @@ impl Keep {
     /// Drops the rows whose kind (`kinds`, one per row) retracts. Most runs hold none: one pass
     /// that vectorizes finds out first.
     pub(super) fn drop_retracts(&mut self, kinds: &[i8]) {
-        if !kinds.iter().fold(false, |any, &kind| any | is_retract(kind)) {
+        if !any_retract(kinds) {
             return;
         }
         for (word, kinds) in kinds.chunks(64).enumerate() {

@@ -183,6 +183,59 @@ async fn reducer_path_matches_model() -> Result<()> {
     Ok(())
 }
 
+/// Options of the merges without key order these tests run (sequence in column 1, kind in 2).
+fn unordered_options(key_columns: Vec<usize>, keep_retracts: bool) -> MergeOptions {
+    MergeOptions {
+        key_columns,
+        seq_column: 1,
+        kind_column: 2,
+        keep_retracts,
+        batch_size: 64,
+    }
+}
+
+/// Records ordered by key (strings by their bytes, as sort keys order them).
+fn by_key(a: &Rec, b: &Rec) -> std::cmp::Ordering {
+    match (&a.0, &b.0) {
+        (Key::Str(x), Key::Str(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (x, y) => x.cmp(y),
+    }
+}
+
+/// The records of a merge without key order, ordered by key; no batch may be empty.
+async fn unordered_output(stream: SendableRecordBatchStream, seed: u64) -> Result<Vec<Rec>> {
+    let batches: Vec<RecordBatch> = stream.try_collect().await?;
+    assert!(
+        batches.iter().all(|b| b.num_rows() > 0),
+        "seed {seed}: empty batch"
+    );
+    let mut got: Vec<Rec> = batches.iter().flat_map(from_batch).collect();
+    got.sort_by(by_key);
+    Ok(got)
+}
+
+/// The model's records ordered by key, with zeros for the sequence numbers and kinds when the
+/// read is `projected` (only the key and value columns).
+fn expected_unordered(runs: &[Vec<Rec>], keep_retracts: bool, projected: bool) -> Vec<Rec> {
+    let mut expected = model(runs, keep_retracts);
+    if projected {
+        for (_, seq, kind, _) in &mut expected {
+            (*seq, *kind) = (0, 0);
+        }
+    }
+    expected.sort_by(by_key);
+    expected
+}
+
+/// The metrics of a merge of `runs` that output `got`.
+fn check_metrics(metrics: &MergeMetrics, runs: &[Vec<Rec>], got: &[Rec], seed: u64) {
+    let input: usize = runs.iter().map(Vec::len).sum();
+    let keys = got.len() + metrics.retracts_dropped.value();
+    assert_eq!(metrics.input_rows.value(), input, "seed {seed}");
+    assert_eq!(metrics.output_rows.value(), got.len(), "seed {seed}");
+    assert_eq!(metrics.rows_merged_away.value(), input - keys, "seed {seed}");
+}
+
 /// Deduplicate by run order without key order (`newest_of_ordered_runs`): the same records as
 /// the model, in any order, for runs in sequence order with each key at most once per run (a
 /// sorted run's invariant). Int keys take the narrow path, short strings the exact sort-key
@@ -190,10 +243,6 @@ async fn reducer_path_matches_model() -> Result<()> {
 /// keys and values come out, with zeros for the sequence numbers and kinds not read.
 #[tokio::test]
 async fn newest_run_wins_matches_model() -> Result<()> {
-    let by_key = |a: &Rec, b: &Rec| match (&a.0, &b.0) {
-        (Key::Str(x), Key::Str(y)) => x.as_bytes().cmp(y.as_bytes()),
-        (x, y) => x.cmp(y),
-    };
     for seed in 0..400u64 {
         let mut rng = Rng(seed.wrapping_mul(104_729));
         let style = [KeyStyle::Int, KeyStyle::ShortString, KeyStyle::LongString][(seed % 3) as usize];
@@ -205,40 +254,17 @@ async fn newest_run_wins_matches_model() -> Result<()> {
         let sizes: Vec<usize> = (0..3).map(|_| rng.below(40) as usize).chain([1]).collect();
         for read_columns in [None, Some([0, 3])] {
             let (schema, key_columns, streams) = runs_as_streams(&runs, &sizes);
-            let options = MergeOptions {
-                key_columns,
-                seq_column: 1,
-                kind_column: 2,
-                keep_retracts,
-                batch_size: 64,
-            };
+            let options = unordered_options(key_columns, keep_retracts);
             let metrics = MergeMetrics::new(&ExecutionPlanMetricsSet::new(), 0);
             let read = read_columns.as_ref().map(|c| c.as_slice());
-            let stream =
-                newest_of_ordered_runs(Arc::clone(&schema), streams, options, metrics.clone(), read)?;
-            let batches: Vec<RecordBatch> = stream.try_collect().await?;
-            assert!(
-                batches.iter().all(|b| b.num_rows() > 0),
-                "seed {seed}: empty batch"
-            );
-            let mut got: Vec<Rec> = batches.iter().flat_map(from_batch).collect();
-            got.sort_by(by_key);
-            let mut expected = model(&runs, keep_retracts);
-            if read_columns.is_some() {
-                for (_, seq, kind, _) in &mut expected {
-                    (*seq, *kind) = (0, 0);
-                }
-            }
-            expected.sort_by(by_key);
+            let stream = newest_of_ordered_runs(schema, streams, options, metrics.clone(), read)?;
+            let got = unordered_output(stream, seed).await?;
+            let expected = expected_unordered(&runs, keep_retracts, read_columns.is_some());
             assert_eq!(
                 got, expected,
                 "seed {seed}, sizes {sizes:?}, read {read_columns:?}"
             );
-            let input: usize = runs.iter().map(Vec::len).sum();
-            let keys = got.len() + metrics.retracts_dropped.value();
-            assert_eq!(metrics.input_rows.value(), input, "seed {seed}");
-            assert_eq!(metrics.output_rows.value(), got.len(), "seed {seed}");
-            assert_eq!(metrics.rows_merged_away.value(), input - keys, "seed {seed}");
+            check_metrics(&metrics, &runs, &got, seed);
         }
     }
     Ok(())
@@ -260,18 +286,10 @@ async fn newest_run_wins_keeps_the_later_of_a_repeated_key() -> Result<()> {
         .iter()
         .map(|r| run_stream(&schema, r, &[10]))
         .collect();
-    let options = MergeOptions {
-        key_columns,
-        seq_column: 1,
-        kind_column: 2,
-        keep_retracts: false,
-        batch_size: 64,
-    };
+    let options = unordered_options(key_columns, false);
     let metrics = MergeMetrics::new(&ExecutionPlanMetricsSet::new(), 0);
-    let stream = newest_of_ordered_runs(Arc::clone(&schema), streams, options, metrics, None)?;
-    let batches: Vec<RecordBatch> = stream.try_collect().await?;
-    let mut got: Vec<Rec> = batches.iter().flat_map(from_batch).collect();
-    got.sort();
+    let stream = newest_of_ordered_runs(schema, streams, options, metrics, None)?;
+    let got = unordered_output(stream, 0).await?;
     assert_eq!(
         got,
         vec![int(1, 1, I, "b"), int(3, 3, I, "d"), int(4, 11, UA, "e")]
@@ -285,7 +303,6 @@ async fn newest_run_wins_keeps_the_later_of_a_repeated_key() -> Result<()> {
 /// Keys are INT (the bitmap takes them widened). A base key outside the given span is an error.
 #[tokio::test]
 async fn dense_base_matches_model() -> Result<()> {
-    let by_key = |a: &Rec, b: &Rec| a.0.cmp(&b.0);
     for seed in 0..300u64 {
         let mut rng = Rng(seed.wrapping_mul(15_485_863));
         let keep_retracts = seed % 4 == 0;
@@ -316,17 +333,11 @@ async fn dense_base_matches_model() -> Result<()> {
         for (read_columns, emit_newer) in [(None, true), (Some([0, 3]), true), (None, false)] {
             let (schema, key_columns, mut streams) = runs_as_streams(&runs, &sizes);
             let base = streams.remove(0);
-            let options = MergeOptions {
-                key_columns,
-                seq_column: 1,
-                kind_column: 2,
-                keep_retracts,
-                batch_size: 64,
-            };
+            let options = unordered_options(key_columns, keep_retracts);
             let metrics = MergeMetrics::new(&ExecutionPlanMetricsSet::new(), 0);
             let read = read_columns.as_ref().map(|c| c.as_slice());
             let stream = newest_over_dense_base(
-                Arc::clone(&schema),
+                schema,
                 base,
                 span.clone(),
                 streams,
@@ -335,36 +346,19 @@ async fn dense_base_matches_model() -> Result<()> {
                 metrics.clone(),
                 read,
             )?;
-            let batches: Vec<RecordBatch> = stream.try_collect().await?;
-            assert!(
-                batches.iter().all(|b| b.num_rows() > 0),
-                "seed {seed}: empty batch"
-            );
-            let mut got: Vec<Rec> = batches.iter().flat_map(from_batch).collect();
-            got.sort_by(by_key);
-            let mut expected = model(&runs, keep_retracts);
-            if read_columns.is_some() {
-                for (_, seq, kind, _) in &mut expected {
-                    (*seq, *kind) = (0, 0);
-                }
-            }
+            let got = unordered_output(stream, seed).await?;
+            let mut expected = expected_unordered(&runs, keep_retracts, read_columns.is_some());
             // without the newer runs' survivors: the base's records that won
             if !emit_newer {
                 expected.retain(|rec| rec.3.starts_with("base"));
             }
-            expected.sort_by(by_key);
             assert_eq!(
                 got, expected,
                 "seed {seed}, sizes {sizes:?}, read {read_columns:?}, emit_newer {emit_newer}"
             );
-            if !emit_newer {
-                continue;
+            if emit_newer {
+                check_metrics(&metrics, &runs, &got, seed);
             }
-            let input: usize = runs.iter().map(Vec::len).sum();
-            let keys = got.len() + metrics.retracts_dropped.value();
-            assert_eq!(metrics.input_rows.value(), input, "seed {seed}");
-            assert_eq!(metrics.output_rows.value(), got.len(), "seed {seed}");
-            assert_eq!(metrics.rows_merged_away.value(), input - keys, "seed {seed}");
         }
     }
     // the files' statistics said 0..=2, the run holds 3
@@ -374,13 +368,7 @@ async fn dense_base_matches_model() -> Result<()> {
     ];
     let (schema, key_columns, mut streams) = runs_as_streams(&runs, &[10]);
     let base = streams.remove(0);
-    let options = MergeOptions {
-        key_columns,
-        seq_column: 1,
-        kind_column: 2,
-        keep_retracts: false,
-        batch_size: 64,
-    };
+    let options = unordered_options(key_columns, false);
     let metrics = MergeMetrics::new(&ExecutionPlanMetricsSet::new(), 0);
     let stream = newest_over_dense_base(schema, base, 0..=2, streams, true, options, metrics, None)?;
     let err = stream.try_collect::<Vec<_>>().await.unwrap_err().to_string();

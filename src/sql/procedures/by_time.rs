@@ -12,7 +12,7 @@
 
 use datafusion::common::{plan_datafusion_err, plan_err, Result};
 
-use super::{procedure_table, Call};
+use super::{duration_arg, procedure_table, Call};
 use crate::maintenance::tags;
 use crate::meta::TableMeta;
 use crate::sql::PaimonSession;
@@ -50,14 +50,7 @@ pub(super) async fn execute(session: &PaimonSession, call: &Call) -> Result<Opti
         "create_tag_from_timestamp" => {
             let tag = required("tag", 1)?;
             let at = millis("timestamp", 2)?;
-            let retained = match call.arg("time_retained", 3) {
-                None => None,
-                Some(v) => Some(crate::maintenance::expire::parse_duration_ms(v).ok_or_else(|| {
-                    plan_datafusion_err!(
-                        "sys.{procedure}: invalid time_retained '{v}': expected a duration such as '1 d'"
-                    )
-                })?),
-            };
+            let retained = duration_arg(call, procedure, "time_retained", 3)?;
             let snapshot = earliest_at_or_after(&meta, at).await?.ok_or_else(|| {
                 plan_datafusion_err!("Table {table} has no snapshot committed at or after {at}")
             })?;

@@ -146,6 +146,43 @@ fn int_arg(call: &Call, procedure: &str, arg: &str, position: usize) -> Result<O
         .transpose()
 }
 
+/// The `true`/`false` argument named `arg` (or at `position`) of `sys.<procedure>`, if given.
+fn flag_arg(call: &Call, procedure: &str, arg: &str, position: usize) -> Result<Option<bool>> {
+    match call.arg(arg, position).map(|v| v.trim().to_ascii_lowercase()) {
+        None => Ok(None),
+        Some(v) if v == "true" => Ok(Some(true)),
+        Some(v) if v == "false" => Ok(Some(false)),
+        Some(v) => plan_err!("sys.{procedure}: '{arg}' must be true or false, got '{v}'"),
+    }
+}
+
+/// The point in time named `arg` (or at `position`) of `sys.<procedure>`, as epoch millis, if
+/// given: a local timestamp ('2024-01-01 12:00:00') or epoch millis.
+fn time_arg(call: &Call, procedure: &str, arg: &str, position: usize) -> Result<Option<i64>> {
+    call.arg(arg, position)
+        .map(|text| {
+            crate::table::parse_time(text).ok_or_else(|| {
+                plan_datafusion_err!(
+                    "sys.{procedure}: invalid {arg} '{text}': expected 'yyyy-MM-dd HH:mm:ss' or epoch millis"
+                )
+            })
+        })
+        .transpose()
+}
+
+/// The duration named `arg` (or at `position`) of `sys.<procedure>`, in millis, if given.
+fn duration_arg(call: &Call, procedure: &str, arg: &str, position: usize) -> Result<Option<i64>> {
+    call.arg(arg, position)
+        .map(|v| {
+            crate::maintenance::expire::parse_duration_ms(v).ok_or_else(|| {
+                plan_datafusion_err!(
+                    "sys.{procedure}: invalid {arg} '{v}': expected a duration such as '1 d'"
+                )
+            })
+        })
+        .transpose()
+}
+
 /// `sys.expire_snapshots(table, retain_max, retain_min, older_than, max_deletes)`: the table's
 /// retention options, overridden by the arguments given; returns the number of expired
 /// snapshots. `older_than` is a local timestamp ('2024-01-01 12:00:00') or epoch millis.
@@ -169,12 +206,8 @@ async fn expire_snapshots_procedure(session: &PaimonSession, call: &Call) -> Res
             options.retain_max
         );
     }
-    let now = chrono::Utc::now().timestamp_millis();
-    let older_than = match call.arg("older_than", 3) {
-        None => now - options.time_retained_ms,
-        Some(text) => crate::table::parse_time(text)
-            .ok_or_else(|| plan_datafusion_err!("sys.expire_snapshots: invalid older_than '{text}': expected 'yyyy-MM-dd HH:mm:ss' or epoch millis"))?,
-    };
+    let older_than = time_arg(call, "expire_snapshots", "older_than", 3)?
+        .unwrap_or_else(|| chrono::Utc::now().timestamp_millis() - options.time_retained_ms);
     let meta = session.catalog().table_meta(&name.database, &name.table);
     let expired = expire_older_than(&meta, &schema, options, older_than).await?;
     session.catalog().refresh().await?;
@@ -204,17 +237,9 @@ async fn expire_changelogs_procedure(session: &PaimonSession, call: &Call) -> Re
             "sys.expire_changelogs: retain_min ({min}) must be at least 1 and at most retain_max ({max})"
         );
     }
-    let older_than = match call.arg("older_than", 3) {
-        None => chrono::Utc::now().timestamp_millis() - time_retained_ms,
-        Some(text) => crate::table::parse_time(text)
-            .ok_or_else(|| plan_datafusion_err!("sys.expire_changelogs: invalid older_than '{text}': expected 'yyyy-MM-dd HH:mm:ss' or epoch millis"))?,
-    };
-    let all = match call.arg("delete_all", 5).map(|v| v.trim().to_ascii_lowercase()) {
-        None => false,
-        Some(v) if v == "true" => true,
-        Some(v) if v == "false" => false,
-        Some(v) => return plan_err!("sys.expire_changelogs: 'delete_all' must be true or false, got '{v}'"),
-    };
+    let older_than = time_arg(call, "expire_changelogs", "older_than", 3)?
+        .unwrap_or_else(|| chrono::Utc::now().timestamp_millis() - time_retained_ms);
+    let all = flag_arg(call, "expire_changelogs", "delete_all", 5)?.unwrap_or(false);
     let meta = session.catalog().table_meta(&name.database, &name.table);
     let expired = expire_changelogs_older_than(&meta, &schema, options, older_than, all).await?;
     session.catalog().refresh().await?;
@@ -226,19 +251,9 @@ async fn expire_changelogs_procedure(session: &PaimonSession, call: &Call) -> Re
 /// (`orphan_file`, relative to the table), also with `dry_run => 'true'`, which deletes nothing.
 async fn remove_orphan_files(session: &PaimonSession, call: &Call) -> Result<DataFrame> {
     let (name, schema) = procedure_table(session, call, "remove_orphan_files").await?;
-    let now = chrono::Utc::now().timestamp_millis();
-    let older_than = match call.arg("older_than", 1) {
-        None => now - 86_400_000,
-        Some(text) => crate::table::parse_time(text).ok_or_else(|| {
-            plan_datafusion_err!("sys.remove_orphan_files: invalid older_than '{text}': expected 'yyyy-MM-dd HH:mm:ss' or epoch millis")
-        })?,
-    };
-    let dry_run = match call.arg("dry_run", 2).map(|v| v.trim().to_ascii_lowercase()) {
-        None => false,
-        Some(v) if v == "true" => true,
-        Some(v) if v == "false" => false,
-        Some(v) => return plan_err!("sys.remove_orphan_files: dry_run must be true or false, got '{v}'"),
-    };
+    let older_than = time_arg(call, "remove_orphan_files", "older_than", 1)?
+        .unwrap_or_else(|| chrono::Utc::now().timestamp_millis() - 86_400_000);
+    let dry_run = flag_arg(call, "remove_orphan_files", "dry_run", 2)?.unwrap_or(false);
     let meta = session.catalog().table_meta(&name.database, &name.table);
     let orphans =
         crate::maintenance::orphans::remove_orphan_files(&meta, &schema, older_than, dry_run).await?;
@@ -316,14 +331,7 @@ async fn tag_procedure(session: &PaimonSession, call: &Call, action: TagAction) 
                 .arg("snapshot_id", 2)
                 .map(|v| number("snapshot_id", v))
                 .transpose()?;
-            let retained = match call.arg("time_retained", 3) {
-                None => None,
-                Some(v) => Some(crate::maintenance::expire::parse_duration_ms(v).ok_or_else(|| {
-                    plan_datafusion_err!(
-                        "sys.create_tag: invalid time_retained '{v}': expected a duration such as '1 d'"
-                    )
-                })?),
-            };
+            let retained = duration_arg(call, "create_tag", "time_retained", 3)?;
             tags::create_tag(&meta, &table, tag.trim(), snapshot, retained).await?;
         }
         TagAction::Delete => {
