@@ -4,8 +4,10 @@
 //! Each row's key is reduced to the 16-byte [`sort_key`] the merge uses, so almost every
 //! comparison is one `u128` comparison; ties on the row index keep the sort stable (a key's
 //! records stay in arrival order). Keys of up to 15 bytes that differ in only a few bytes (integer
-//! keys) are radix sorted on those bytes; others are sorted in chunks on their own threads, then
-//! merged, ties going to the earlier chunk.
+//! keys) are radix sorted on those bytes: keys differing in at most four are packed with their row
+//! index into one `u64`, scattered once by their top bits into buckets that fit in cache, and
+//! each bucket is finished there. Others are sorted in chunks on their own threads, then merged,
+//! ties going to the earlier chunk.
 //!
 //! A key of one non-null integer column skips the row format: its sort keys come straight from
 //! its values ([`integer_sort_keys`]).
@@ -167,7 +169,8 @@ fn packed_order(keys: &SortKeys) -> Option<Vec<u64>> {
     if n > u32::MAX as usize {
         return None;
     }
-    let (bytes, any_long) = differing_bytes((0..n).map(|i| keys.tag(i)));
+    let (differing, any_long) = differing_bits((0..n).map(|i| keys.tag(i)));
+    let bytes = bytes_of(differing);
     if any_long || bytes.len() > PACKED_MAX_BYTES {
         return None;
     }
@@ -177,17 +180,99 @@ fn packed_order(keys: &SortKeys) -> Option<Vec<u64>> {
             .enumerate()
             .fold(0, |p, (j, b)| p | ((((k >> (8 * b)) & 0xFF) as u64) << (8 * j)))
     };
-    let packed: Vec<u64> = (0..n).map(|i| (pack(keys.tag(i)) << 32) | i as u64).collect();
+    let mut packed: Vec<u64> = (0..n).map(|i| (pack(keys.tag(i)) << 32) | i as u64).collect();
     if n < RADIX_SORT_MIN_ROWS {
-        let mut packed = packed;
         // every value is distinct (the index), so an unstable sort is stable here
         packed.sort_unstable();
         return Some(packed);
     }
-    let shifts: Vec<u32> = (0..bytes.len() as u32).map(|j| 32 + 8 * j).collect();
-    Some(radix_by(packed, &shifts, |p, shift| {
-        ((p >> shift) & 0xFF) as usize
-    }))
+    Some(packed_radix(packed, pack(differing)))
+}
+
+/// Rows of a bucket from which [`packed_radix`] sorts it by digits; smaller ones are
+/// comparison sorted.
+const BUCKET_RADIX_MIN_ROWS: usize = 256;
+
+/// Packed rows sorted by the key above their low 32 bits, where the keys differ only in the
+/// bits of `differing`. A first stable pass over the top eight of those bits scatters the rows
+/// into 256 buckets of neighbouring keys; each bucket (a few thousand rows for a million
+/// keys) then fits in cache and is sorted there, least significant digit first, on the bits
+/// left. Every pass over the whole buffer scatters to random places in memory, so one such
+/// pass instead of three roughly halves the sort (this machine: 16 ms to 10 ms for a million
+/// keys).
+fn packed_radix(rows: Vec<u64>, differing: u64) -> Vec<u64> {
+    if differing == 0 {
+        return rows; // one key: the row order is the order
+    }
+    let (low, high) = (differing.trailing_zeros(), 64 - differing.leading_zeros());
+    let top = (high - low).min(8);
+    let top_shift = 32 + high - top;
+    let bucket = |row: &u64| ((row >> top_shift) & 0xFF) as usize;
+    let mut bounds = [0usize; 257];
+    for row in &rows {
+        bounds[bucket(row) + 1] += 1;
+    }
+    for b in 1..bounds.len() {
+        bounds[b] += bounds[b - 1];
+    }
+    let mut sorted = vec![0u64; rows.len()];
+    let mut next = bounds;
+    for row in &rows {
+        let slot = &mut next[bucket(row)];
+        sorted[*slot] = *row;
+        *slot += 1;
+    }
+    let digits = byte_digits(32 + low, high - low - top);
+    let mut scratch = rows;
+    for b in 0..256 {
+        let range = bounds[b]..bounds[b + 1];
+        if range.len() < BUCKET_RADIX_MIN_ROWS {
+            sorted[range].sort_unstable();
+        } else if !digits.is_empty() {
+            let (rows, scratch) = (&mut sorted[range.clone()], &mut scratch[range]);
+            lsd_radix(rows, scratch, &digits);
+        }
+    }
+    sorted
+}
+
+/// Digits `(shift, width)` of at most eight bits covering `bits` bits from bit `low`, as even
+/// as can be (twelve bits: two of six), least significant first.
+fn byte_digits(low: u32, bits: u32) -> Vec<(u32, u32)> {
+    let passes = bits.div_ceil(8);
+    let width = if passes == 0 { 0 } else { bits.div_ceil(passes) };
+    (0..passes)
+        .map(|p| (low + p * width, width.min(bits - p * width)))
+        .collect()
+}
+
+/// `rows` sorted stably by `digits` (see [`byte_digits`]), least significant first, through
+/// `scratch` of the same length.
+fn lsd_radix(rows: &mut [u64], scratch: &mut [u64], digits: &[(u32, u32)]) {
+    let (mut from, mut to) = (rows, scratch);
+    for &(shift, width) in digits {
+        let digit = |row: &u64| ((row >> shift) & ((1 << width) - 1)) as usize;
+        let mut starts = [0usize; 256];
+        for row in from.iter() {
+            starts[digit(row)] += 1;
+        }
+        let mut sum = 0;
+        for start in starts.iter_mut() {
+            let count = *start;
+            *start = sum;
+            sum += count;
+        }
+        for row in from.iter() {
+            let slot = &mut starts[digit(row)];
+            to[*slot] = *row;
+            *slot += 1;
+        }
+        std::mem::swap(&mut from, &mut to);
+    }
+    if digits.len() % 2 == 1 {
+        // the last pass wrote to the scratch
+        to.copy_from_slice(from);
+    }
 }
 
 /// Rows tagged with their sort keys, sorted stably; `true` when no key is longer than 15
@@ -241,7 +326,7 @@ fn sorted_tags(keys: &SortKeys) -> (Vec<(u128, u32)>, bool) {
 /// instead of a comparison sort; keys that differ in more than [`RADIX_MAX_BYTES`] bytes are
 /// handed back for the comparison sort.
 fn radix_sorted(tagged: Vec<(u128, u32)>) -> Result<Vec<(u128, u32)>, Vec<(u128, u32)>> {
-    let (bytes, _) = differing_bytes(tagged.iter().map(|(k, _)| *k));
+    let bytes = bytes_of(differing_bits(tagged.iter().map(|(k, _)| *k)).0);
     if bytes.len() > RADIX_MAX_BYTES {
         return Err(tagged);
     }
@@ -251,14 +336,17 @@ fn radix_sorted(tagged: Vec<(u128, u32)>) -> Result<Vec<(u128, u32)>, Vec<(u128,
     }))
 }
 
-/// The bytes (0 = least significant) in which some of the sort keys `tags` differ, and whether
-/// any key is longer than 15 bytes (its tag byte is `LONG`, 0xFF; the tags of shorter rows, their
-/// lengths up to 15, never OR up to it).
-fn differing_bytes(tags: impl Iterator<Item = u128>) -> (Vec<u32>, bool) {
+/// The bits in which some of the sort keys `tags` differ, and whether any key is longer than
+/// 15 bytes (its tag byte is `LONG`, 0xFF; the tags of shorter rows, their lengths up to 15,
+/// never OR up to it).
+fn differing_bits(tags: impl Iterator<Item = u128>) -> (u128, bool) {
     let (any, all) = tags.fold((0u128, !0u128), |(any, all), k| (any | k, all & k));
-    let differing = any ^ all;
-    let bytes = (0..16).filter(|b| (differing >> (8 * b)) & 0xFF != 0).collect();
-    (bytes, any & 0xFF == LONG)
+    (any ^ all, any & 0xFF == LONG)
+}
+
+/// The bytes (0 = least significant) holding some of the bits of `differing`.
+fn bytes_of(differing: u128) -> Vec<u32> {
+    (0..16).filter(|b| (differing >> (8 * b)) & 0xFF != 0).collect()
 }
 
 /// `from` sorted by a least-significant-digit radix sort: one stable counting pass per
@@ -432,5 +520,57 @@ mod tests {
                 assert_eq!(stable_key_order(&integers), order);
             }
         }
+    }
+
+    /// Non-negative integer keys, which the packed path sorts: keys differing in fewer bits
+    /// than one bucket digit, in a few, in all 32, in bytes apart, and crowded into one bucket
+    /// by an outlier. Each sorts and groups as the rows do.
+    #[test]
+    fn packed_keys_sort_alike_for_every_digit_plan() {
+        use arrow::datatypes::{Field, Schema};
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let converter = RowConverter::new(vec![SortField::new(DataType::Int64)]).unwrap();
+        let n = 200_000i64;
+        let scramble = |i: i64| (i * 7919) % n;
+        let plans: [(&str, Box<dyn Fn(i64) -> i64>); 6] = [
+            ("bucket digit only", Box::new(move |i| scramble(i) % 100)),
+            ("eleven bits", Box::new(move |i| scramble(i) % 1500)),
+            ("seventeen bits", Box::new(move |i| scramble(i) / 2)),
+            (
+                "thirty-two bits",
+                Box::new(move |i| (scramble(i) * 21_467) % (1 << 32)),
+            ),
+            (
+                "bytes apart",
+                Box::new(move |i| scramble(i) % 900 + ((i % 3) << 40)),
+            ),
+            (
+                "one crowded bucket",
+                Box::new(move |i| if i == 7 { 1 << 30 } else { scramble(i) % 5000 }),
+            ),
+        ];
+        for (plan, key) in plans {
+            let values: Vec<i64> = (0..n).map(&key).collect();
+            let batch = RecordBatch::try_new(
+                Arc::clone(&schema),
+                vec![Arc::new(Int64Array::from(values.clone()))],
+            )
+            .unwrap();
+            let integers = SortKeys::of_batches(&[batch], &[0]).unwrap();
+            assert!(packed_order(&integers).is_some(), "{plan}");
+            let rows = converter
+                .convert_columns(&[Arc::new(Int64Array::from(values)) as ArrayRef])
+                .unwrap();
+            let (order, groups) = stable_key_groups(&integers);
+            assert_eq!(order, naive(&rows), "{plan}");
+            assert_eq!(
+                groups.iter().collect::<Vec<_>>(),
+                naive_groups(&rows, &order),
+                "{plan}"
+            );
+        }
+        assert_eq!(byte_digits(40, 12), vec![(40, 6), (46, 6)]);
+        assert_eq!(byte_digits(32, 17), vec![(32, 6), (38, 6), (44, 5)]);
+        assert!(byte_digits(32, 0).is_empty());
     }
 }

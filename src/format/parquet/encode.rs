@@ -176,6 +176,36 @@ impl Encoder {
     }
 }
 
+/// Rows of a column handed to its writer at once. The levels and leaves of a slice are
+/// allocated per slice, so a bounded slice lets the allocator reuse the same memory rather
+/// than fault in fresh pages for a whole row group of levels (a flush hands over up to a
+/// million rows). A multiple of the writer's mini-batch (1024 rows), so pages are cut where
+/// they would be cut for the whole column.
+const ENCODE_SLICE_ROWS: usize = 64 * 1024;
+
+/// One column of a batch and the writers of its leaves.
+struct ColumnJob<'a> {
+    field: &'a arrow::datatypes::FieldRef,
+    column: &'a arrow::array::ArrayRef,
+    writers: Vec<&'a mut ArrowColumnWriter>,
+}
+
+impl ColumnJob<'_> {
+    fn run(mut self) -> Result<()> {
+        let rows = self.column.len();
+        let mut offset = 0;
+        while offset < rows {
+            let len = (rows - offset).min(ENCODE_SLICE_ROWS);
+            let leaves = compute_leaves(self.field, &self.column.slice(offset, len))?;
+            for (writer, leaf) in self.writers.iter_mut().zip(&leaves) {
+                writer.write(leaf)?;
+            }
+            offset += len;
+        }
+        Ok(())
+    }
+}
+
 impl OpenFile {
     fn new(schema: &SchemaRef, props: WriterProperties) -> Result<Self> {
         let max_row_group_rows = props.max_row_group_row_count().unwrap_or(usize::MAX).max(1);
@@ -213,20 +243,14 @@ impl OpenFile {
 
     /// Encodes `batch` into the open row group, each column on the next free thread.
     fn encode(&mut self, batch: &RecordBatch) -> Result<()> {
-        let mut leaves = Vec::with_capacity(self.columns.len());
-        for (field, column) in self.schema.fields().iter().zip(batch.columns()) {
-            leaves.extend(compute_leaves(field, column)?);
-        }
+        let jobs = self.column_jobs(batch)?;
         let threads = std::thread::available_parallelism()
             .map_or(1, usize::from)
-            .min(leaves.len());
+            .min(jobs.len());
         if threads <= 1 || batch.num_rows() < PARALLEL_ENCODE_MIN_ROWS {
-            for (writer, leaf) in self.columns.iter_mut().zip(&leaves) {
-                writer.write(leaf)?;
-            }
-            return Ok(());
+            return jobs.into_iter().try_for_each(ColumnJob::run);
         }
-        let jobs = std::sync::Mutex::new(self.columns.iter_mut().zip(leaves.iter()));
+        let jobs = std::sync::Mutex::new(jobs.into_iter());
         std::thread::scope(|scope| {
             let workers: Vec<_> = (0..threads)
                 .map(|_| {
@@ -236,8 +260,8 @@ impl OpenFile {
                                 .lock()
                                 .map_err(|_| exec_datafusion_err!("Parquet column encoder panicked"))?
                                 .next();
-                            let Some((writer, leaf)) = next else { return Ok(()) };
-                            writer.write(leaf)?;
+                            let Some(job) = next else { return Ok(()) };
+                            job.run()?;
                         }
                     })
                 })
@@ -247,6 +271,22 @@ impl OpenFile {
                     .map_err(|_| exec_datafusion_err!("Parquet column encoder panicked"))?
             })
         })
+    }
+
+    /// One job per column of `batch`, holding the writers of its leaves (a nested column has
+    /// several, in the order the factory created them).
+    fn column_jobs<'a>(&'a mut self, batch: &'a RecordBatch) -> Result<Vec<ColumnJob<'a>>> {
+        let mut writers = self.columns.iter_mut();
+        let mut jobs = Vec::with_capacity(batch.num_columns());
+        for (field, column) in self.schema.fields().iter().zip(batch.columns()) {
+            let leaves = compute_leaves(field, &column.slice(0, 0))?.len();
+            jobs.push(ColumnJob {
+                field,
+                column,
+                writers: writers.by_ref().take(leaves).collect(),
+            });
+        }
+        Ok(jobs)
     }
 
     fn close_row_group(&mut self) -> Result<()> {
@@ -326,11 +366,7 @@ mod tests {
             ],
         )
         .unwrap();
-        let write = WriteFormat {
-            format: FileFormat::Parquet,
-            compression: "zstd".into(),
-            zstd_level: 1,
-        };
+        let write = zstd_parquet();
         let mut encoder = Encoder::new(&write, batch.schema()).unwrap();
         encoder.write(&batch).unwrap();
         let file = Bytes::from(encoder.finish().unwrap());
@@ -344,6 +380,15 @@ mod tests {
             assert_eq!(written.to_data(), back.to_data(), "column {column}");
         }
         (batch, file)
+    }
+
+    /// Parquet as Paimon writes it by default: zstd at level 1.
+    fn zstd_parquet() -> WriteFormat {
+        WriteFormat {
+            format: FileFormat::Parquet,
+            compression: "zstd".into(),
+            zstd_level: 1,
+        }
     }
 
     fn encodings(file: &Bytes, column: usize) -> Vec<Encoding> {
@@ -400,11 +445,7 @@ mod tests {
             ],
         )
         .unwrap();
-        let write = WriteFormat {
-            format: FileFormat::Parquet,
-            compression: "zstd".into(),
-            zstd_level: 1,
-        };
+        let write = zstd_parquet();
         let mut encoder = Encoder::new(&write, schema).unwrap();
         encoder.write(&batch.slice(0, 20_000)).unwrap();
         encoder.write(&batch.slice(20_000, n as usize - 20_000)).unwrap();
@@ -438,6 +479,59 @@ mod tests {
                 encodings(&file, column).contains(&Encoding::RLE_DICTIONARY),
                 "column {column}"
             );
+        }
+    }
+
+    /// A batch of more rows than one encoding slice, with nested columns (a list of integers,
+    /// a struct holding a string) and nulls at every level, reads back as written: each slice
+    /// hands its leaves to the writers of its own column, in order.
+    #[test]
+    fn nested_columns_of_many_slices_read_back_as_written() {
+        use arrow::array::{ListArray, StructArray};
+        use arrow::datatypes::Int32Type;
+        let n = 2 * super::ENCODE_SLICE_ROWS + 1_234;
+        let lists = ListArray::from_iter_primitive::<Int32Type, _, _>((0..n).map(|i| {
+            (i % 11 != 0).then(|| {
+                (0..(i % 4) as i32)
+                    .map(|j| (j != 2).then_some(j * i as i32))
+                    .collect::<Vec<_>>()
+            })
+        }));
+        let names: arrow::array::ArrayRef = Arc::new(StringArray::from_iter(
+            (0..n).map(|i| (i % 5 != 0).then(|| format!("n{i}"))),
+        ));
+        let structs = StructArray::try_new(
+            vec![Field::new("name", DataType::Utf8, true)].into(),
+            vec![names],
+            Some((0..n).map(|i| i % 13 != 0).collect()),
+        )
+        .unwrap();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("tags", lists.data_type().clone(), true),
+            Field::new("info", structs.data_type().clone(), true),
+        ]));
+        let batch = RecordBatch::try_new(
+            Arc::clone(&schema),
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..n as i64)),
+                Arc::new(lists),
+                Arc::new(structs),
+            ],
+        )
+        .unwrap();
+        let write = zstd_parquet();
+        let mut encoder = Encoder::new(&write, schema).unwrap();
+        encoder.write(&batch).unwrap();
+        let file = Bytes::from(encoder.finish().unwrap());
+        let read: Vec<RecordBatch> = ParquetRecordBatchReader::try_new(file, 8192)
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        let read = arrow::compute::concat_batches(&read[0].schema(), &read).unwrap();
+        assert_eq!(read.num_rows(), n);
+        for (column, (written, back)) in batch.columns().iter().zip(read.columns()).enumerate() {
+            assert_eq!(written.as_ref(), back.as_ref(), "column {column}");
         }
     }
 }
