@@ -171,6 +171,22 @@ impl WriteFormat {
 /// needs all its rows in memory at once; [`FileEncoder::size`] tells when to roll.
 pub(crate) struct FileEncoder(Encoder);
 
+/// A top-level column's min, max (typed nulls when no value is set) and null count over a
+/// whole file, as its encoder computed them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct EncodedColumnStats {
+    pub(crate) min: datafusion::common::ScalarValue,
+    pub(crate) max: datafusion::common::ScalarValue,
+    pub(crate) nulls: i64,
+}
+
+/// A finished data file: its bytes and, by top-level column, the statistics its encoder
+/// computed (see [`FileEncoder::computes_stats`]).
+pub(crate) struct EncodedFile {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) column_stats: Vec<Option<EncodedColumnStats>>,
+}
+
 enum Encoder {
     Parquet(Box<parquet::Encoder>),
     Orc(orc::Encoder),
@@ -203,12 +219,25 @@ impl FileEncoder {
         }
     }
 
-    /// The file's bytes.
-    pub(crate) fn finish(self) -> Result<Vec<u8>> {
+    /// Whether [`FileEncoder::finish`] gives the statistics of a top-level column of
+    /// `data_type`, so that the caller need not compute them: Parquet keeps exact min, max and
+    /// null counts of integer, date and string columns.
+    pub(crate) fn computes_stats(&self, data_type: &arrow::datatypes::DataType) -> bool {
+        matches!(self.0, Encoder::Parquet(_)) && parquet::stats_from_writer(data_type)
+    }
+
+    /// The file's bytes and the statistics of the columns [`FileEncoder::computes_stats`] names.
+    pub(crate) fn finish(self) -> Result<EncodedFile> {
+        let unknown = |bytes: Vec<u8>| EncodedFile {
+            bytes,
+            column_stats: Vec::new(),
+        };
         match self.0 {
-            Encoder::Parquet(e) => e.finish(),
-            Encoder::Orc(e) => e.finish(),
-            Encoder::Avro(e) => e.finish(),
+            Encoder::Parquet(e) => e
+                .finish()
+                .map(|(bytes, column_stats)| EncodedFile { bytes, column_stats }),
+            Encoder::Orc(e) => e.finish().map(unknown),
+            Encoder::Avro(e) => e.finish().map(unknown),
         }
     }
 }

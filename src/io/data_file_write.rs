@@ -8,12 +8,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, Int64Array, Int8Array, RecordBatch};
+use arrow::array::{ArrayRef, Int64Array, Int8Array, RecordBatch};
 use arrow::datatypes::{DataType as ArrowType, Field, Schema};
 use datafusion::common::ScalarValue;
-use datafusion::functions_aggregate::min_max::{MaxAccumulator, MinAccumulator};
-use datafusion::logical_expr::Accumulator;
 
+use super::file_stats::StatsAccumulator;
 use super::FileIO;
 use crate::error::{Error, Result};
 use crate::format::{FileEncoder, WriteFormat};
@@ -27,8 +26,6 @@ const SEQUENCE_FIELD_ID: i32 = 2_147_483_646;
 const VALUE_KIND_FIELD_ID: i32 = 2_147_483_645;
 /// Rows from which a write computes the file's statistics beside the encoding, not before it.
 const PARALLEL_STATS_MIN_ROWS: usize = 64 * 1024;
-/// Java's default `metadata.stats-mode` is `truncate(16)`.
-const STATS_TRUNCATE: usize = 16;
 
 /// Rows of one data file, already sorted by key (primary-key tables).
 pub(crate) struct DataFileRows {
@@ -152,8 +149,9 @@ impl<'a> DataFileWriter<'a> {
             name,
             level,
             schema,
-            key_stats: StatsAccumulator::new(&key_types)?,
-            value_stats: StatsAccumulator::new(&value_types)?,
+            key_stats: StatsAccumulator::new(&key_types, &encoder, 0)?,
+            // after the key, sequence and kind columns of the KeyValue layout
+            value_stats: StatsAccumulator::new(&value_types, &encoder, if kv { keys.len() + 2 } else { 0 })?,
             keys,
             kv,
             file_schema,
@@ -221,6 +219,8 @@ impl<'a> DataFileWriter<'a> {
         // thread of their own while the encoder's threads work.
         let (encoder, key_stats, value_stats) =
             (&mut self.encoder, &mut self.key_stats, &mut self.value_stats);
+        let accumulates =
+            value_stats.accumulates() || (!key_columns_written.is_empty() && key_stats.accumulates());
         let mut stats = || -> Result<()> {
             if !key_columns_written.is_empty() {
                 key_stats.update(&key_columns_written)?;
@@ -232,7 +232,9 @@ impl<'a> DataFileWriter<'a> {
                 .write(&batch)
                 .map_err(|e| Error::FileFormat(e.message().to_string()))
         };
-        if n < PARALLEL_STATS_MIN_ROWS {
+        if !accumulates {
+            encode(encoder)?;
+        } else if n < PARALLEL_STATS_MIN_ROWS {
             stats()?;
             encode(encoder)?;
         } else {
@@ -261,15 +263,16 @@ impl<'a> DataFileWriter<'a> {
 
     /// Writes the file to `io` and returns its metadata.
     pub(crate) async fn finish(self, io: &FileIO) -> Result<DataFileMeta> {
-        let buf = self
+        let encoded = self
             .encoder
             .finish()
             .map_err(|e| Error::FileFormat(e.message().to_string()))?;
+        let buf = encoded.bytes;
         let file_size = buf.len() as i64;
         io.write(&format!("{}/{}", self.dir, self.name), buf).await?;
         let empty = BinaryRow::encode(&[])?;
         let (min_key, max_key, key_stats) = match (self.first_key, self.last_key) {
-            (Some(first), Some(last)) => (first, last, self.key_stats.finish(false)?),
+            (Some(first), Some(last)) => (first, last, self.key_stats.finish(false, &encoded.column_stats)?),
             _ => (
                 empty.clone(),
                 empty.clone(),
@@ -288,7 +291,7 @@ impl<'a> DataFileWriter<'a> {
             min_key,
             max_key,
             key_stats,
-            value_stats: self.value_stats.finish(true)?,
+            value_stats: self.value_stats.finish(true, &encoded.column_stats)?,
             min_sequence_number,
             max_sequence_number,
             schema_id: self.schema.id,
@@ -308,111 +311,6 @@ impl<'a> DataFileWriter<'a> {
 
 fn scalar_at(array: &ArrayRef, row: usize) -> Result<ScalarValue> {
     ScalarValue::try_from_array(array, row).map_err(|e| Error::Unsupported(e.to_string()))
-}
-
-fn is_atomic(t: &ArrowType) -> bool {
-    !matches!(
-        t,
-        ArrowType::List(_) | ArrowType::LargeList(_) | ArrowType::Struct(_) | ArrowType::Map(..)
-    )
-}
-
-/// Min/max/null-count stats of columns over every batch written; nested columns get null
-/// counts only.
-struct StatsAccumulator {
-    columns: Vec<ColumnStats>,
-}
-
-struct ColumnStats {
-    /// `None` for nested types.
-    min_max: Option<(MinAccumulator, MaxAccumulator)>,
-    typed_null: ScalarValue,
-    nulls: i64,
-}
-
-impl StatsAccumulator {
-    fn new(types: &[ArrowType]) -> Result<Self> {
-        let err = |e: datafusion::error::DataFusionError| Error::Unsupported(e.to_string());
-        let columns = types
-            .iter()
-            .map(|t| {
-                let min_max = if is_atomic(t) {
-                    Some((
-                        MinAccumulator::try_new(t).map_err(err)?,
-                        MaxAccumulator::try_new(t).map_err(err)?,
-                    ))
-                } else {
-                    None
-                };
-                Ok(ColumnStats {
-                    min_max,
-                    typed_null: ScalarValue::try_from(t).unwrap_or(ScalarValue::Null),
-                    nulls: 0,
-                })
-            })
-            .collect::<Result<_>>()?;
-        Ok(StatsAccumulator { columns })
-    }
-
-    fn update(&mut self, columns: &[ArrayRef]) -> Result<()> {
-        let err = |e: datafusion::error::DataFusionError| Error::Unsupported(e.to_string());
-        for (stats, c) in self.columns.iter_mut().zip(columns) {
-            stats.nulls += c.null_count() as i64;
-            if let Some((min, max)) = &mut stats.min_max {
-                min.update_batch(std::slice::from_ref(c)).map_err(err)?;
-                max.update_batch(std::slice::from_ref(c)).map_err(err)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The stats; `truncate` applies Java's `truncate(16)` to strings (min truncated, max
-    /// truncated then incremented, or unknown if that is impossible).
-    fn finish(mut self, truncate: bool) -> Result<SimpleStats> {
-        let err = |e: datafusion::error::DataFusionError| Error::Unsupported(e.to_string());
-        let mut mins = Vec::with_capacity(self.columns.len());
-        let mut maxs = Vec::with_capacity(self.columns.len());
-        let mut nulls = Vec::with_capacity(self.columns.len());
-        for stats in &mut self.columns {
-            nulls.push(Some(stats.nulls));
-            let Some((min, max)) = &mut stats.min_max else {
-                mins.push(stats.typed_null.clone());
-                maxs.push(stats.typed_null.clone());
-                continue;
-            };
-            let (mut lo, mut hi) = (min.evaluate().map_err(err)?, max.evaluate().map_err(err)?);
-            if truncate {
-                if let ScalarValue::Utf8(Some(s)) = &lo {
-                    lo = ScalarValue::Utf8(Some(s.chars().take(STATS_TRUNCATE).collect()));
-                }
-                if let ScalarValue::Utf8(Some(s)) = &hi {
-                    hi = ScalarValue::Utf8(truncate_max(s));
-                }
-            }
-            mins.push(lo);
-            maxs.push(hi);
-        }
-        Ok(SimpleStats {
-            min_values: BinaryRow::encode(&mins)?,
-            max_values: BinaryRow::encode(&maxs)?,
-            null_counts: Some(nulls),
-        })
-    }
-}
-
-/// An upper bound of `s` with at most 16 characters, if one exists.
-fn truncate_max(s: &str) -> Option<String> {
-    if s.chars().count() <= STATS_TRUNCATE {
-        return Some(s.to_string());
-    }
-    let mut chars: Vec<char> = s.chars().take(STATS_TRUNCATE).collect();
-    while let Some(last) = chars.pop() {
-        if let Some(next) = char::from_u32(last as u32 + 1) {
-            chars.push(next);
-            return Some(chars.into_iter().collect());
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -507,5 +405,89 @@ mod tests {
                 whole.delete_row_count
             )
         );
+    }
+
+    /// Parquet files take the statistics of integer, date and string columns from the
+    /// writer's chunk statistics, ORC files accumulate every column: the same rows (negative
+    /// numbers, nulls, an all-null column, strings past the 16 characters Java keeps, with
+    /// multi-byte characters, and a double column) get the same key and value statistics from
+    /// both.
+    #[tokio::test]
+    async fn parquet_statistics_from_the_writer_match_accumulated_ones() {
+        use arrow::array::{Date32Array, Float64Array, Int16Array, Int32Array, Int8Array};
+        let table = |format: &str| {
+            let json = format!(
+                r#"{{"version":3,"id":0,"fields":[{{"id":0,"name":"k","type":"STRING NOT NULL"}},{{"id":1,"name":"a","type":"TINYINT"}},{{"id":2,"name":"b","type":"SMALLINT"}},{{"id":3,"name":"c","type":"INT"}},{{"id":4,"name":"d","type":"BIGINT"}},{{"id":5,"name":"e","type":"DATE"}},{{"id":6,"name":"f","type":"STRING"}},{{"id":7,"name":"g","type":"DOUBLE"}},{{"id":8,"name":"h","type":"INT"}}],"highestFieldId":8,"partitionKeys":[],"primaryKeys":["k"],"options":{{"file.format":"{format}"}},"timeMillis":0}}"#
+            );
+            TableSchema::from_json(json.as_bytes(), "schema-0").unwrap()
+        };
+        let n = 5_000i64;
+        let schema = table("parquet");
+        let values = RecordBatch::try_new(
+            schema.arrow_schema(),
+            vec![
+                Arc::new(StringArray::from_iter_values(
+                    (0..n).map(|i| format!("key-{i:05}")),
+                )),
+                Arc::new(Int8Array::from_iter(
+                    (0..n).map(|i| (i % 7 != 0).then_some((i % 200 - 100) as i8)),
+                )),
+                Arc::new(Int16Array::from_iter(
+                    (0..n).map(|i| Some((i * 13 % 3000 - 1500) as i16)),
+                )),
+                Arc::new(Int32Array::from_iter(
+                    (0..n).map(|i| (i % 3 != 1).then_some((i * 7919 % n) as i32 - 2000)),
+                )),
+                Arc::new(Int64Array::from_iter(
+                    (0..n).map(|i| Some(-(i * 104_729 % n) << 33)),
+                )),
+                Arc::new(Date32Array::from_iter(
+                    (0..n).map(|i| (i % 5 != 2).then_some((i * 31 % 900) as i32 - 400)),
+                )),
+                Arc::new(StringArray::from_iter((0..n).map(|i| {
+                    (i % 4 != 0).then(|| {
+                        format!(
+                            "{}ß-value-{}",
+                            ["zürich", "ab", "\u{10FFFF}"][(i % 3) as usize],
+                            i * 37 % n
+                        )
+                    })
+                }))),
+                Arc::new(Float64Array::from_iter(
+                    (0..n).map(|i| (i % 6 != 0).then_some((i * 17 % n) as f64 - 99.5)),
+                )),
+                Arc::new(Int32Array::from(vec![None; n as usize])),
+            ],
+        )
+        .unwrap();
+        let seqs = Int64Array::from_iter_values(0..n);
+        let kinds = Int8Array::from_iter_values((0..n).map(|_| 0));
+        let io = FileIO::new(
+            Arc::new(InMemory::new()),
+            object_store::path::Path::from("t"),
+            "memory:///t".into(),
+        );
+        let mut written = Vec::new();
+        for format in ["parquet", "orc"] {
+            let schema = table(format);
+            let mut writer = DataFileWriter::new("bucket-0", "data", 0, &schema, true).unwrap();
+            for offset in (0..n as usize).step_by(1_700) {
+                let len = 1_700.min(n as usize - offset);
+                writer
+                    .write(&DataFileRows {
+                        values: values.slice(offset, len),
+                        kv: Some((seqs.slice(offset, len), kinds.slice(offset, len))),
+                    })
+                    .unwrap();
+            }
+            written.push(writer.finish(&io).await.unwrap());
+        }
+        let (parquet, orc) = (&written[0], &written[1]);
+        assert!(parquet.file_name.ends_with(".parquet") && orc.file_name.ends_with(".orc"));
+        assert_eq!(parquet.key_stats, orc.key_stats);
+        assert_eq!(parquet.value_stats, orc.value_stats);
+        let nulls = parquet.value_stats.null_counts.clone().unwrap();
+        assert_eq!(nulls[8], Some(n));
+        assert_eq!(nulls[3], Some((0..n).filter(|i| i % 3 == 1).count() as i64));
     }
 }

@@ -3,6 +3,7 @@
 mod byte_lru;
 mod data_file_write;
 mod file_io;
+mod file_stats;
 mod read_counting;
 mod rolling_write;
 

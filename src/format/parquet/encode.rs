@@ -8,12 +8,13 @@ use datafusion::common::{exec_datafusion_err, Result};
 use parquet::arrow::arrow_writer::{compute_leaves, ArrowColumnWriter, ArrowRowGroupWriterFactory};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, GzipLevel, ZstdLevel};
+use parquet::file::metadata::RowGroupMetaDataPtr;
 use parquet::file::properties::{WriterProperties, WriterPropertiesBuilder};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 
-use super::dictionary;
-use crate::format::{FileFormat, WriteFormat};
+use super::{chunk_stats, dictionary};
+use crate::format::{EncodedColumnStats, FileFormat, WriteFormat};
 
 /// A Parquet file being written: row groups are encoded as they fill, and the columns of each
 /// batch are encoded in parallel (one bucket's flush or compaction would otherwise encode on
@@ -34,7 +35,8 @@ struct OpenFile {
     /// Column writers of the open row group (none open when empty).
     columns: Vec<ArrowColumnWriter>,
     row_group_rows: usize,
-    row_groups_written: usize,
+    /// Metadata of the row groups closed so far, statistics included.
+    row_groups: Vec<RowGroupMetaDataPtr>,
     max_row_group_rows: usize,
 }
 
@@ -115,7 +117,10 @@ impl Encoder {
                 ))
             }
         };
-        let mut builder = WriterProperties::builder().set_compression(compression);
+        // Chunk statistics stay whole: they are the file's column statistics ([`chunk_stats`]).
+        let mut builder = WriterProperties::builder()
+            .set_compression(compression)
+            .set_statistics_truncate_length(None);
         for field in schema.fields() {
             let column = ColumnPath::from(field.name().as_str());
             builder = match ordered_column_encoding(&schema, field) {
@@ -168,7 +173,9 @@ impl Encoder {
         self.open.as_ref().map_or(0, OpenFile::size)
     }
 
-    pub(in crate::format) fn finish(self) -> Result<Vec<u8>> {
+    /// The file's bytes, and the statistics of each top-level column the writer computed
+    /// exactly ([`chunk_stats::from_writer`]).
+    pub(in crate::format) fn finish(self) -> Result<(Vec<u8>, Vec<Option<EncodedColumnStats>>)> {
         match self.open {
             Some(open) => open.finish(),
             None => OpenFile::new(&self.schema, self.properties.build())?.finish(),
@@ -219,7 +226,7 @@ impl OpenFile {
             schema: Arc::clone(schema),
             columns: Vec::new(),
             row_group_rows: 0,
-            row_groups_written: 0,
+            row_groups: Vec::new(),
             max_row_group_rows,
         })
     }
@@ -228,7 +235,7 @@ impl OpenFile {
         let mut offset = 0;
         while offset < batch.num_rows() {
             if self.columns.is_empty() {
-                self.columns = self.factory.create_column_writers(self.row_groups_written)?;
+                self.columns = self.factory.create_column_writers(self.row_groups.len())?;
             }
             let take = (batch.num_rows() - offset).min(self.max_row_group_rows - self.row_group_rows);
             self.encode(&batch.slice(offset, take))?;
@@ -301,9 +308,8 @@ impl OpenFile {
         for chunk in chunks {
             chunk.append_to_row_group(&mut row_group)?;
         }
-        row_group.close()?;
+        self.row_groups.push(row_group.close()?);
         self.row_group_rows = 0;
-        self.row_groups_written += 1;
         Ok(())
     }
 
@@ -316,10 +322,11 @@ impl OpenFile {
                 .sum::<usize>()
     }
 
-    fn finish(mut self) -> Result<Vec<u8>> {
+    fn finish(mut self) -> Result<(Vec<u8>, Vec<Option<EncodedColumnStats>>)> {
         self.close_row_group()?;
+        let stats = chunk_stats::file_column_stats(&self.schema, &self.row_groups)?;
         self.file.finish()?;
-        Ok(std::mem::take(self.file.inner_mut()))
+        Ok((std::mem::take(self.file.inner_mut()), stats))
     }
 }
 
@@ -369,7 +376,7 @@ mod tests {
         let write = zstd_parquet();
         let mut encoder = Encoder::new(&write, batch.schema()).unwrap();
         encoder.write(&batch).unwrap();
-        let file = Bytes::from(encoder.finish().unwrap());
+        let file = Bytes::from(encoder.finish().unwrap().0);
 
         let read: Vec<RecordBatch> = ParquetRecordBatchReader::try_new(file.clone(), 4096)
             .unwrap()
@@ -449,7 +456,7 @@ mod tests {
         let mut encoder = Encoder::new(&write, schema).unwrap();
         encoder.write(&batch.slice(0, 20_000)).unwrap();
         encoder.write(&batch.slice(20_000, n as usize - 20_000)).unwrap();
-        let file = Bytes::from(encoder.finish().unwrap());
+        let file = Bytes::from(encoder.finish().unwrap().0);
         let reader = SerializedFileReader::new(file.clone()).unwrap();
         let chunk = |c: usize| reader.metadata().row_group(0).column(c).clone();
         assert!(chunk(0).dictionary_page_offset().is_none());
@@ -523,7 +530,7 @@ mod tests {
         let write = zstd_parquet();
         let mut encoder = Encoder::new(&write, schema).unwrap();
         encoder.write(&batch).unwrap();
-        let file = Bytes::from(encoder.finish().unwrap());
+        let file = Bytes::from(encoder.finish().unwrap().0);
         let read: Vec<RecordBatch> = ParquetRecordBatchReader::try_new(file, 8192)
             .unwrap()
             .collect::<std::result::Result<_, _>>()

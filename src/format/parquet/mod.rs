@@ -26,9 +26,11 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 use super::FileValueFilter;
 use crate::deletion_vector::DeletionVector;
 
+mod chunk_stats;
 mod dictionary;
 mod encode;
 
+pub(in crate::format) use chunk_stats::from_writer as stats_from_writer;
 pub(super) use encode::Encoder;
 
 /// `file.compression` values this format writes.
