@@ -2,8 +2,9 @@
 //!
 //! Primary-key files use the KeyValue layout (`_KEY_<k>...`, `_SEQUENCE_NUMBER`,
 //! `_VALUE_KIND`, all table columns; format.md §6.2) and must arrive sorted by key with unique
-//! keys. Parquet field ids are written as Java does; ORC and Avro files carry names only. Value statistics follow Java's default
-//! `truncate(16)` mode; nested columns get null counts only.
+//! keys. Parquet field ids are written as Java does; ORC and Avro files carry names only. Value
+//! statistics follow Java's default `truncate(16)` mode; nested columns get null counts only
+//! ([`super::file_stats`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -215,8 +216,10 @@ impl<'a> DataFileWriter<'a> {
         }
         columns.extend(rows.values.columns().iter().cloned());
         let batch = RecordBatch::try_new(Arc::clone(&self.file_schema), columns)?;
-        // The statistics take a pass over every column: for a big write they are computed on a
-        // thread of their own while the encoder's threads work.
+        // Statistics the encoder does not keep itself (every column of ORC and Avro files,
+        // floating point and other columns of Parquet ones, see `io::file_stats`) take a pass
+        // over their columns: for a big write on a thread of their own while the encoder's
+        // threads work.
         let (encoder, key_stats, value_stats) =
             (&mut self.encoder, &mut self.key_stats, &mut self.value_stats);
         let accumulates =
