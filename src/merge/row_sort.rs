@@ -169,24 +169,52 @@ fn packed_order(keys: &SortKeys) -> Option<Vec<u64>> {
     if n > u32::MAX as usize {
         return None;
     }
-    let (differing, any_long) = differing_bits((0..n).map(|i| keys.tag(i)));
+    let (differing, any_long) = match keys {
+        SortKeys::Integers(tags) => differing_bits(tags.iter().copied()),
+        SortKeys::Rows(_) => differing_bits((0..n).map(|i| keys.tag(i))),
+    };
     let bytes = bytes_of(differing);
     if any_long || bytes.len() > PACKED_MAX_BYTES {
         return None;
     }
-    let pack = |k: u128| -> u64 {
-        bytes
-            .iter()
-            .enumerate()
-            .fold(0, |p, (j, b)| p | ((((k >> (8 * b)) & 0xFF) as u64) << (8 * j)))
+    let (mut packed, differing) = match (bytes.first(), bytes.last()) {
+        // Differing bytes side by side (integer keys): one shift and mask a row.
+        (Some(&low), Some(&high)) if (high - low + 1) as usize == bytes.len() => {
+            let mask = u64::MAX >> (64 - 8 * bytes.len());
+            let pack = |k: u128| ((k >> (8 * low)) as u64) & mask;
+            (packed_rows(keys, pack), pack(differing))
+        }
+        _ => {
+            let pack = |k: u128| -> u64 {
+                bytes
+                    .iter()
+                    .enumerate()
+                    .fold(0, |p, (j, b)| p | ((((k >> (8 * b)) & 0xFF) as u64) << (8 * j)))
+            };
+            (packed_rows(keys, pack), pack(differing))
+        }
     };
-    let mut packed: Vec<u64> = (0..n).map(|i| (pack(keys.tag(i)) << 32) | i as u64).collect();
     if n < RADIX_SORT_MIN_ROWS {
         // every value is distinct (the index), so an unstable sort is stable here
         packed.sort_unstable();
         return Some(packed);
     }
-    Some(packed_radix(packed, pack(differing)))
+    Some(packed_radix(packed, differing))
+}
+
+/// Each row as its packed sort key (`pack` of its tag) above its index, in row order; integer
+/// keys are read straight from their tags.
+fn packed_rows(keys: &SortKeys, pack: impl Fn(u128) -> u64) -> Vec<u64> {
+    match keys {
+        SortKeys::Integers(tags) => tags
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (pack(k) << 32) | i as u64)
+            .collect(),
+        SortKeys::Rows(_) => (0..keys.len())
+            .map(|i| (pack(keys.tag(i)) << 32) | i as u64)
+            .collect(),
+    }
 }
 
 /// Rows of a bucket from which [`packed_radix`] sorts it by digits; smaller ones are
