@@ -279,22 +279,7 @@ fn byte_digits(low: u32, bits: u32) -> Vec<(u32, u32)> {
 fn lsd_radix(rows: &mut [u64], scratch: &mut [u64], digits: &[(u32, u32)]) {
     let (mut from, mut to) = (rows, scratch);
     for &(shift, width) in digits {
-        let digit = |row: &u64| ((row >> shift) & ((1 << width) - 1)) as usize;
-        let mut starts = [0usize; 256];
-        for row in from.iter() {
-            starts[digit(row)] += 1;
-        }
-        let mut sum = 0;
-        for start in starts.iter_mut() {
-            let count = *start;
-            *start = sum;
-            sum += count;
-        }
-        for row in from.iter() {
-            let slot = &mut starts[digit(row)];
-            to[*slot] = *row;
-            *slot += 1;
-        }
+        scatter_by(from, to, |row| ((row >> shift) & ((1 << width) - 1)) as usize);
         std::mem::swap(&mut from, &mut to);
     }
     if digits.len() % 2 == 1 {
@@ -382,24 +367,30 @@ fn bytes_of(differing: u128) -> Vec<u32> {
 fn radix_by<T: Copy + Default>(mut from: Vec<T>, shifts: &[u32], digit: impl Fn(&T, u32) -> usize) -> Vec<T> {
     let mut to = vec![T::default(); from.len()];
     for &shift in shifts {
-        let mut starts = [0usize; 256];
-        for row in &from {
-            starts[digit(row, shift)] += 1;
-        }
-        let mut sum = 0;
-        for start in starts.iter_mut() {
-            let count = *start;
-            *start = sum;
-            sum += count;
-        }
-        for row in &from {
-            let d = digit(row, shift);
-            to[starts[d]] = *row;
-            starts[d] += 1;
-        }
+        scatter_by(&from, &mut to, |row| digit(row, shift));
         std::mem::swap(&mut from, &mut to);
     }
     from
+}
+
+/// One stable counting pass of a radix sort: the rows of `from` placed in `to` (as long) in
+/// the order of their `digit` (below 256), equal digits keeping their order.
+fn scatter_by<T: Copy>(from: &[T], to: &mut [T], digit: impl Fn(&T) -> usize) {
+    let mut starts = [0usize; 256];
+    for row in from {
+        starts[digit(row)] += 1;
+    }
+    let mut sum = 0;
+    for start in starts.iter_mut() {
+        let count = *start;
+        *start = sum;
+        sum += count;
+    }
+    for row in from {
+        let slot = &mut starts[digit(row)];
+        to[*slot] = *row;
+        *slot += 1;
+    }
 }
 
 fn merge<T: Copy>(a: Vec<T>, b: Vec<T>, cmp: impl Fn(&T, &T) -> Ordering) -> Vec<T> {

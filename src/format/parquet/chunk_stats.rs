@@ -35,12 +35,14 @@ pub(super) fn file_column_stats(
     schema: &Schema,
     row_groups: &[RowGroupMetaDataPtr],
 ) -> Result<Vec<Option<EncodedColumnStats>>> {
-    // A top-level column of an atomic type is one leaf; nested columns have several.
-    let mut first_leaf = 0;
+    // The leaf of each top-level column, as Parquet's schema maps them (an atomic column is
+    // one leaf, a nested one several).
+    let leaf_of = |root: usize| {
+        let descr = row_groups.first()?.schema_descr();
+        (0..descr.num_columns()).find(|&leaf| descr.get_column_root_idx(leaf) == root)
+    };
     let mut stats = Vec::with_capacity(schema.fields().len());
-    for field in schema.fields() {
-        let leaf = first_leaf;
-        first_leaf += leaves(field.data_type());
+    for (root, field) in schema.fields().iter().enumerate() {
         if !from_writer(field.data_type()) {
             stats.push(None);
             continue;
@@ -50,11 +52,12 @@ pub(super) fn file_column_stats(
             max: ScalarValue::try_from(field.data_type())?,
             nulls: 0,
         };
+        let missing =
+            || exec_datafusion_err!("Parquet writer kept no statistics for column {}", field.name());
+        let leaf = leaf_of(root);
         for row_group in row_groups {
-            let chunk = row_group.column(leaf);
-            let missing =
-                || exec_datafusion_err!("Parquet writer kept no statistics for column {}", field.name());
-            let chunk_stats = chunk.statistics().ok_or_else(missing)?;
+            let leaf = leaf.ok_or_else(missing)?;
+            let chunk_stats = row_group.column(leaf).statistics().ok_or_else(missing)?;
             column.nulls += chunk_stats.null_count_opt().ok_or_else(missing)? as i64;
             let (min, max) = bounds(chunk_stats, field.data_type())?;
             // (a chunk of nulls only has neither bound, and neither is exact)
@@ -78,56 +81,45 @@ pub(super) fn file_column_stats(
     Ok(stats)
 }
 
-/// Parquet leaf columns of a top-level column of `data_type`.
-fn leaves(data_type: &DataType) -> usize {
-    match data_type {
-        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => leaves(f.data_type()),
-        DataType::Map(entries, _) => leaves(entries.data_type()),
-        DataType::Struct(fields) => fields.iter().map(|f| leaves(f.data_type())).sum(),
-        _ => 1,
-    }
-}
-
 /// A chunk's min and max as `data_type` values (typed nulls when every value is null).
 fn bounds(stats: &Statistics, data_type: &DataType) -> Result<(ScalarValue, ScalarValue)> {
-    let pair = |min: Option<ScalarValue>, max: Option<ScalarValue>| -> Result<(ScalarValue, ScalarValue)> {
-        let null = ScalarValue::try_from(data_type)?;
-        Ok((min.unwrap_or_else(|| null.clone()), max.unwrap_or(null)))
-    };
-    let utf8 = |bytes: &[u8]| -> Result<ScalarValue> {
-        let text = std::str::from_utf8(bytes)
+    fn both<T>(
+        min: Option<&T>,
+        max: Option<&T>,
+        value: impl Fn(&T) -> Result<ScalarValue>,
+    ) -> Result<(Option<ScalarValue>, Option<ScalarValue>)> {
+        Ok((min.map(&value).transpose()?, max.map(&value).transpose()?))
+    }
+    let utf8 = |bytes: &parquet::data_type::ByteArray| -> Result<ScalarValue> {
+        let text = std::str::from_utf8(bytes.data())
             .map_err(|e| exec_datafusion_err!("Parquet statistics of a string column: {e}"))?;
         Ok(ScalarValue::Utf8(Some(text.to_string())))
     };
-    match (stats, data_type) {
-        (Statistics::Int32(s), DataType::Int8) => pair(
-            s.min_opt().map(|v| ScalarValue::Int8(Some(*v as i8))),
-            s.max_opt().map(|v| ScalarValue::Int8(Some(*v as i8))),
-        ),
-        (Statistics::Int32(s), DataType::Int16) => pair(
-            s.min_opt().map(|v| ScalarValue::Int16(Some(*v as i16))),
-            s.max_opt().map(|v| ScalarValue::Int16(Some(*v as i16))),
-        ),
-        (Statistics::Int32(s), DataType::Int32) => pair(
-            s.min_opt().map(|v| ScalarValue::Int32(Some(*v))),
-            s.max_opt().map(|v| ScalarValue::Int32(Some(*v))),
-        ),
-        (Statistics::Int32(s), DataType::Date32) => pair(
-            s.min_opt().map(|v| ScalarValue::Date32(Some(*v))),
-            s.max_opt().map(|v| ScalarValue::Date32(Some(*v))),
-        ),
-        (Statistics::Int64(s), DataType::Int64) => pair(
-            s.min_opt().map(|v| ScalarValue::Int64(Some(*v))),
-            s.max_opt().map(|v| ScalarValue::Int64(Some(*v))),
-        ),
-        (Statistics::ByteArray(s), DataType::Utf8) => pair(
-            s.min_opt().map(|v| utf8(v.data())).transpose()?,
-            s.max_opt().map(|v| utf8(v.data())).transpose()?,
-        ),
-        (other, _) => Err(exec_datafusion_err!(
-            "Parquet statistics {other:?} do not hold {data_type} values"
-        )),
-    }
+    let (min, max) = match (stats, data_type) {
+        (Statistics::Int32(s), DataType::Int8) => both(s.min_opt(), s.max_opt(), |v| {
+            Ok(ScalarValue::Int8(Some(*v as i8)))
+        })?,
+        (Statistics::Int32(s), DataType::Int16) => both(s.min_opt(), s.max_opt(), |v| {
+            Ok(ScalarValue::Int16(Some(*v as i16)))
+        })?,
+        (Statistics::Int32(s), DataType::Int32) => {
+            both(s.min_opt(), s.max_opt(), |v| Ok(ScalarValue::Int32(Some(*v))))?
+        }
+        (Statistics::Int32(s), DataType::Date32) => {
+            both(s.min_opt(), s.max_opt(), |v| Ok(ScalarValue::Date32(Some(*v))))?
+        }
+        (Statistics::Int64(s), DataType::Int64) => {
+            both(s.min_opt(), s.max_opt(), |v| Ok(ScalarValue::Int64(Some(*v))))?
+        }
+        (Statistics::ByteArray(s), DataType::Utf8) => both(s.min_opt(), s.max_opt(), utf8)?,
+        (other, _) => {
+            return Err(exec_datafusion_err!(
+                "Parquet statistics {other:?} do not hold {data_type} values"
+            ))
+        }
+    };
+    let null = ScalarValue::try_from(data_type)?;
+    Ok((min.unwrap_or_else(|| null.clone()), max.unwrap_or(null)))
 }
 
 #[cfg(test)]
