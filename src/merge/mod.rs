@@ -97,7 +97,8 @@ use futures::StreamExt;
 pub(crate) use cursor::{gallop, integer_narrow_keys, narrow_sort_key, partition_point, sort_key};
 pub(crate) use engine::{any_retract, is_retract, Collect, Deduplicate, FirstRow, MergeFunction};
 pub(crate) use newest_run::{
-    newest_of_ordered_runs, newest_over_dense_base, MAX_DENSE_BASE_SPAN, MAX_RUNS as MAX_UNORDERED_RUNS,
+    newest_of_ordered_runs, newest_over_dense_base, NewerKeys, NewerRead, MAX_DENSE_BASE_SPAN,
+    MAX_RUNS as MAX_UNORDERED_RUNS,
 };
 pub(crate) use reduce::{fold_batch, EngineKind, MergeEngineSpec};
 

@@ -184,8 +184,8 @@ impl PaimonScanExec {
                     .unwrap_or_default();
                 let newer = match s.newer_runs {
                     NewerRuns::InRange => "",
-                    NewerRuns::Whole => " newer_runs=whole",
-                    NewerRuns::KeysOnly => " newer_runs=keys",
+                    NewerRuns::Whole(_) => " newer_runs=whole",
+                    NewerRuns::KeysOnly(_) => " newer_runs=keys",
                 };
                 format!(
                     "{}bucket-{}{keys}{rows}{newer}: files={} runs={}",

@@ -5,13 +5,14 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 use std::sync::Arc;
 
 use datafusion::common::{Result, ScalarValue};
 
 use super::row_selection::KeyRange;
 use crate::deletion_vector::DvRef;
+use crate::merge::NewerKeys;
 use crate::spec::{BinaryRow, DataFileMeta, DataType, TableSchema};
 
 /// One data file of a split with its decoded key range.
@@ -111,6 +112,13 @@ impl SplitFile {
     }
 }
 
+/// The sequence numbers the files of one sorted run hold, lowest to highest.
+pub(crate) fn run_sequences(files: &[SplitFile]) -> RangeInclusive<i64> {
+    let min = files.iter().map(|f| f.min_sequence_number).min();
+    let max = files.iter().map(|f| f.max_sequence_number).max();
+    min.unwrap_or(i64::MIN)..=max.unwrap_or(i64::MIN)
+}
+
 /// Files of one partition and bucket.
 #[derive(Debug, Clone)]
 pub(crate) struct Split {
@@ -135,17 +143,17 @@ pub(crate) struct Split {
 /// How a piece of a section cut over a dense oldest run (`parallel`, read by
 /// `merge::newest_over_dense_base`) reads the runs newer than it. The oldest run is read in the
 /// piece's key range, whatever this says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) enum NewerRuns {
     /// In the piece's key range, like every other run (any other piece).
     #[default]
     InRange,
     /// Whole, every key: this piece outputs every survivor of the newer runs, so the other
-    /// pieces need only their keys.
-    Whole,
-    /// In the piece's key range, the key column only: they mask the oldest run, and another
-    /// piece outputs them.
-    KeysOnly,
+    /// pieces need only their keys, which it marks on the section's board as it goes.
+    Whole(Arc<NewerKeys>),
+    /// In the piece's key range, the key column only, and only where the board does not have
+    /// them yet: they mask the oldest run, and another piece outputs them.
+    KeysOnly(Arc<NewerKeys>),
 }
 
 impl Split {

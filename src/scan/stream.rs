@@ -18,10 +18,10 @@ use super::exec::ScanContext;
 use super::file_read::{read_file, DenseKey, FileToRead};
 use super::metrics::ScanMetrics;
 use super::row_selection::KeyRange;
-use super::split::{NewerRuns, Split, SplitFile};
+use super::split::{run_sequences, NewerRuns, Split, SplitFile};
 use crate::merge::{
     drop_retracts_stream, merge_runs, merge_sorted_runs, newest_of_ordered_runs, newest_over_dense_base,
-    EngineKind, MergeOptions, MAX_DENSE_BASE_SPAN, MAX_UNORDERED_RUNS,
+    EngineKind, MergeOptions, NewerKeys, NewerRead, MAX_DENSE_BASE_SPAN, MAX_UNORDERED_RUNS,
 };
 use crate::spec::row_kind;
 
@@ -42,7 +42,7 @@ pub(crate) fn partition_stream(
             let (range, newer) = (s.key_range, s.newer_runs);
             s.sections
                 .into_iter()
-                .map(move |runs| (dir.clone(), range.clone(), newer, runs))
+                .map(move |runs| (dir.clone(), range.clone(), newer.clone(), runs))
         })
         .collect();
     let open_ctx = Arc::clone(&ctx);
@@ -187,7 +187,7 @@ pub(crate) fn run_stream(
 }
 
 /// Who reads a section, which decides what its rows must carry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) enum SectionRead {
     /// A query's scan: a run read without a merge decodes only the output's columns (the key
     /// of a compacted table is not decoded unless the query selects it), and rows need not
@@ -271,8 +271,8 @@ pub(crate) fn section_stream(
     // Runs in sequence order and a reader that needs no key order: a record survives unless a
     // newer run holds its key (`merge::newest_of_ordered_runs`). `ignore-delete` lets an older
     // record win over a newer retraction: merged.
-    let newer = match read {
-        SectionRead::Query { newer } => newer,
+    let newer = match &read {
+        SectionRead::Query { newer } => newer.clone(),
         SectionRead::Diff => NewerRuns::InRange,
     };
     let newest_run_wins = matches!(read, SectionRead::Query { .. })
@@ -282,20 +282,37 @@ pub(crate) fn section_stream(
     let dense_base = newest_run_wins
         .then(|| dense_span(ctx, &runs[0], key_range.as_deref()))
         .flatten();
-    if newer != NewerRuns::InRange && dense_base.is_none() {
+    if !matches!(newer, NewerRuns::InRange) && dense_base.is_none() {
         return Err(datafusion::common::internal_datafusion_err!(
             "a piece of {dir} cut over a dense oldest run is not read over it"
         ));
     }
+    // The board each newer run of a piece reading them for their keys is on, by its sequence
+    // numbers (the piece may hold only some of a run's files).
+    let board_runs = match &newer {
+        NewerRuns::KeysOnly(board) => runs[1..]
+            .iter()
+            .map(|files| {
+                let seq = files.first().map_or(i64::MIN, |f| f.min_sequence_number);
+                board.run_of(seq).ok_or_else(|| {
+                    datafusion::common::internal_datafusion_err!(
+                        "a newer run of {dir} is not on its section's board"
+                    )
+                })
+            })
+            .collect::<Result<Vec<usize>>>()?,
+        _ => Vec::new(),
+    };
+    let seq_ranges: Vec<RangeInclusive<i64>> = runs[1..].iter().map(|r| run_sequences(r)).collect();
     let streams: Vec<SendableRecordBatchStream> = runs
         .into_iter()
         .enumerate()
         .map(|(run, files)| {
             // the oldest run is read in the piece's range; the newer runs as the piece says
-            let (range, read) = match (run, newer) {
+            let (range, read) = match (run, &newer) {
                 (0, _) | (_, NewerRuns::InRange) => (key_range.clone(), RunRead::for_merge(need_sequence)),
-                (_, NewerRuns::Whole) => (None, RunRead::for_merge(need_sequence)),
-                (_, NewerRuns::KeysOnly) => (
+                (_, NewerRuns::Whole(_)) => (None, RunRead::for_merge(need_sequence)),
+                (_, NewerRuns::KeysOnly(_)) => (
                     key_range.clone(),
                     RunRead {
                         only_fields: Some(ctx.key_indices.clone().into()),
@@ -304,7 +321,11 @@ pub(crate) fn section_stream(
                 ),
             };
             let stream = run_stream(ctx, dir, range, files, batch_size, read, metrics);
-            decoded_ahead(stream, RUN_DECODE_AHEAD)
+            match (run, &newer) {
+                // read on demand, only as far as the board lacks their keys
+                (1.., NewerRuns::KeysOnly(_)) => stream,
+                _ => decoded_ahead(stream, RUN_DECODE_AHEAD),
+            }
         })
         .collect();
     let options = MergeOptions {
@@ -326,12 +347,23 @@ pub(crate) fn section_stream(
                 Some(span) => {
                     let mut newer_runs = streams;
                     let base = newer_runs.remove(0);
+                    let read = match newer {
+                        NewerRuns::Whole(board) => NewerRead::Whole(board),
+                        NewerRuns::KeysOnly(board) => NewerRead::KeysOnly {
+                            board,
+                            runs: board_runs,
+                        },
+                        // a board of its own
+                        NewerRuns::InRange => {
+                            NewerRead::Whole(Arc::new(NewerKeys::new(span.clone(), seq_ranges)?))
+                        }
+                    };
                     newest_over_dense_base(
                         Arc::clone(&layout.schema),
                         base,
                         span,
                         newer_runs,
-                        newer != NewerRuns::KeysOnly,
+                        read,
                         options,
                         metrics.merge.clone(),
                         Some(&read_columns),

@@ -2,20 +2,24 @@
 //! bulk load of ids writes them), for reads that need no key order.
 //!
 //! ```text
-//! newer runs ──► tap: each key in lo..=hi sets its bit of `shadowed` ──► newest_of_ordered_runs
-//!                                                      (their survivors, which come out first)
-//! base run   ──► once the newer runs are spent: a row survives unless its key's bit is set
-//!                (64 rows a word, from the bitmap as it is) ──► one filter kernel per batch
+//! newer runs, whole ──► tap: each key sets its bit on the board ([`NewerKeys`]) ──►
+//!                       newest_of_ordered_runs (their survivors, which come out first)
+//! base run ──► once the newer runs are spent: a row survives unless its key's bit is set
+//!              (64 rows a word, from the bitmap as it is) ──► one filter kernel per batch
+//!
+//! or, in a piece that reads the newer runs for their keys only:
+//! base run ──► a batch up to key k waits for nothing: the runs the board has not marked
+//!              through k are read here until they pass k ──► masked as above
 //! ```
 //!
 //! The base is the oldest run, so it shadows nothing: the newer runs' survivors are those of a
 //! merge of the newer runs alone. A base row survives unless a newer run holds its key, newer
 //! retractions included. The base's keys are never compared one by one: a batch of consecutive
 //! keys (every batch, unless a deletion vector or a filter left gaps) is a slice of the bitmap.
-//! The bitmap takes one bit per key of the base's span.
+//! The bitmap takes one bit per key of the section's span.
 
 use std::ops::RangeInclusive;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::{ArrayRef, AsArray, RecordBatch};
@@ -26,25 +30,35 @@ use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::{StreamExt, TryStreamExt};
 
-use super::shadow::Keep;
+use super::newer_keys::NewerKeys;
 use super::{newest_of_ordered_runs, Placeholders};
 use crate::merge::{MergeMetrics, MergeOptions};
 
 /// The largest span of base keys given a bitmap (64 Mi keys: 8 MiB).
 pub(crate) const MAX_SPAN: u64 = 1 << 26;
 
+/// How the base's piece reads the newer runs, and where their keys are marked.
+pub(crate) enum NewerRead {
+    /// Whole: their survivors come out first, and their keys are published on the board as they
+    /// are marked.
+    Whole(Arc<NewerKeys>),
+    /// Only the keys in the base's range, and only as far as the board lacks them; another
+    /// piece outputs the survivors. `runs[i]`: the board's run of the `i`-th newer stream.
+    KeysOnly { board: Arc<NewerKeys>, runs: Vec<usize> },
+}
+
 /// Keeps, for every key, its record in the newest run that holds it, as
 /// [`newest_of_ordered_runs`] does for `base` followed by `newer`, where `base` is the oldest
-/// run and every key of it lies in `span` (the caller knows it from the files' statistics).
-/// Output: the newer runs' survivors (unless not `emit_newer`: another reader outputs them,
-/// and they only mask this base), then the base's, not in key order.
+/// run and every key of it lies in `span` (the caller knows it from the files' statistics,
+/// and the board covers it). Output: the newer runs' survivors (unless they are read for their
+/// keys only), then the base's, not in key order.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn newest_over_dense_base(
     schema: SchemaRef,
     base: SendableRecordBatchStream,
     span: RangeInclusive<i64>,
     newer: Vec<SendableRecordBatchStream>,
-    emit_newer: bool,
+    read: NewerRead,
     options: MergeOptions,
     metrics: MergeMetrics,
     read_columns: Option<&[usize]>,
@@ -52,93 +66,174 @@ pub(crate) fn newest_over_dense_base(
     let &[key] = options.key_columns.as_slice() else {
         return Err(exec_datafusion_err!("a dense base run needs a single key column"));
     };
-    let (lo, hi) = (*span.start(), *span.end());
-    let width = hi
-        .checked_sub(lo)
-        .map(|w| w as u64 + 1)
-        .filter(|w| *w <= MAX_SPAN);
-    let Some(width) = width else {
-        return Err(exec_datafusion_err!(
-            "dense base run of keys {lo}..={hi}: span too wide"
-        ));
+    let board = match &read {
+        NewerRead::Whole(board) | NewerRead::KeysOnly { board, .. } => Arc::clone(board),
     };
-    let shadowed = Arc::new(Mutex::new(vec![0u64; width.div_ceil(64) as usize]));
+    let (board_span, (lo, hi)) = (board.span(), (*span.start(), *span.end()));
+    if !board_span.contains(&lo) || !board_span.contains(&hi) {
+        return Err(exec_datafusion_err!(
+            "dense base run of keys {lo}..={hi} outside the span of its section's newer keys"
+        ));
+    }
+    let mut masker = BaseMasker {
+        span,
+        board: Arc::clone(&board),
+        placeholders: Placeholders::new(&schema, read_columns),
+        options: options.clone(),
+        metrics: metrics.clone(),
+    };
+    if let NewerRead::KeysOnly { runs, .. } = read {
+        if runs.len() != newer.len() {
+            return Err(exec_datafusion_err!(
+                "newer runs and their places on the board differ"
+            ));
+        }
+        // Mask each base batch as soon as the board covers its keys.
+        let own = newer.into_iter().zip(runs).map(|(run, board_run)| OwnKeys {
+            run: Some(run),
+            through: i64::MIN,
+            board_run,
+        });
+        let state = (base, own.collect::<Vec<_>>(), masker);
+        let output = futures::stream::try_unfold(state, move |(mut base, mut own, mut masker)| async move {
+            while let Some(batch) = base.next().await.transpose()? {
+                let keys = integer_keys(&batch, key)?;
+                let keys = keys.as_primitive::<Int64Type>().values();
+                let Some(&last) = keys.last() else { continue };
+                for run in own.iter_mut() {
+                    run.mark_through(&masker.board, last, key).await?;
+                }
+                if let Some(out) = masker.mask(&batch, keys)? {
+                    return Ok(Some((out, (base, own, masker))));
+                }
+            }
+            Ok(None)
+        });
+        return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, output)));
+    };
     // every record of a newer run shadows the base's record of its key, whatever its kind
     let tapped: Vec<SendableRecordBatchStream> = newer
         .into_iter()
-        .map(|run| {
-            let schema = run.schema();
-            let shadowed = Arc::clone(&shadowed);
-            let marked = run.and_then(move |batch| {
-                let marked = integer_keys(&batch, key)
-                    .map(|keys| mark(&mut shadowed.lock().expect("shadow bitmap"), &keys, lo, hi));
-                futures::future::ready(marked.map(|()| batch))
-            });
+        .enumerate()
+        .map(|(run, stream)| {
+            let schema = stream.schema();
+            let (board, done) = (Arc::clone(&board), Arc::clone(&board));
+            let marked = stream
+                .and_then(move |batch| {
+                    let marked = integer_keys(&batch, key).map(|keys| {
+                        let keys = keys.as_primitive::<Int64Type>().values();
+                        board.mark(keys);
+                        if let Some(&last) = keys.last() {
+                            board.publish(run, last);
+                        }
+                    });
+                    futures::future::ready(marked.map(|()| batch))
+                })
+                .chain(futures::stream::poll_fn(move |_| {
+                    done.publish(run, i64::MAX);
+                    std::task::Poll::Ready(None)
+                }));
             Box::pin(RecordBatchStreamAdapter::new(schema, marked)) as SendableRecordBatchStream
         })
         .collect();
-    let newer = match emit_newer {
-        true => newest_of_ordered_runs(
-            Arc::clone(&schema),
-            tapped,
-            options.clone(),
-            metrics.clone(),
-            read_columns,
-        )?,
-        // read to the end for their keys, one run after another (each decodes ahead)
-        false => {
-            let drained = futures::stream::iter(tapped)
-                .flatten()
-                .try_filter_map(|_| futures::future::ready(Ok(None)));
-            Box::pin(RecordBatchStreamAdapter::new(Arc::clone(&schema), drained))
-        }
-    };
-    let mut placeholders = Placeholders::new(&schema, read_columns);
-    let keep_retracts = options.keep_retracts;
+    let newer = newest_of_ordered_runs(Arc::clone(&schema), tapped, options, metrics, read_columns)?;
     // (`chain` polls the base only once the newer runs are spent: the bitmap is complete)
     let base = base
         .map(move |batch| {
             let batch = batch?;
-            let start = Instant::now();
-            let rows = batch.num_rows();
             let keys = integer_keys(&batch, key)?;
-            let keys = keys.as_primitive::<Int64Type>().values();
-            let (Some(&first), Some(&last)) = (keys.first(), keys.last()) else {
-                return Ok(None);
-            };
-            let bits = shadowed.lock().expect("shadow bitmap");
-            let mut keep = match last.checked_sub(first) == Some(rows as i64 - 1) {
-                // consecutive keys (a sorted run repeats none): a slice of the bitmap
-                true if first >= lo && last <= hi => Keep::unshadowed_run(&bits, (first - lo) as u64, rows),
-                _ => {
-                    if let Some(stray) = keys.iter().find(|k| !span.contains(k)) {
-                        return Err(exec_datafusion_err!(
-                            "the dense oldest run holds key {stray}, outside its files' key range {lo}..={hi}"
-                        ));
-                    }
-                    Keep::unshadowed_keys(&bits, keys.iter().map(|k| (k - lo) as u64))
-                }
-            };
-            drop(bits);
-            let survivors = keep.count();
-            if !keep_retracts {
-                let kinds = batch.column(options.kind_column).as_primitive::<Int8Type>();
-                keep.drop_retracts(kinds.values());
-            }
-            let kept = keep.count();
-            metrics.input_rows.add(rows);
-            metrics.rows_merged_away.add(rows - survivors);
-            metrics.retracts_dropped.add(survivors - kept);
-            metrics.output_rows.add(kept);
-            let out = match kept {
-                0 => None,
-                _ => Some(placeholders.filter_rows(&batch, keep, kept)?),
-            };
-            metrics.merge_time.add_elapsed(start);
-            Ok(out)
+            masker.mask(&batch, keys.as_primitive::<Int64Type>().values())
         })
         .try_filter_map(|batch| futures::future::ready(Ok(batch)));
     Ok(Box::pin(RecordBatchStreamAdapter::new(schema, newer.chain(base))))
+}
+
+/// A piece's own reader of one newer run's keys in its range, read only as far as the board
+/// lacks them.
+struct OwnKeys {
+    /// `None` once spent.
+    run: Option<SendableRecordBatchStream>,
+    /// Every key of the run in the piece's range up to this one is marked.
+    through: i64,
+    board_run: usize,
+}
+
+impl OwnKeys {
+    /// Makes sure every key of the run up to `last` (within the piece's range) is marked.
+    async fn mark_through(&mut self, board: &NewerKeys, last: i64, key: usize) -> Result<()> {
+        while self.through < last && !board.marked_through(self.board_run, last) {
+            let Some(run) = self.run.as_mut() else {
+                return Ok(());
+            };
+            match run.next().await.transpose()? {
+                Some(batch) => {
+                    let keys = integer_keys(&batch, key)?;
+                    let keys = keys.as_primitive::<Int64Type>().values();
+                    board.mark(keys);
+                    self.through = keys.last().copied().unwrap_or(self.through);
+                }
+                None => {
+                    self.run = None;
+                    self.through = i64::MAX;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Filters the base's batches by the board: a row survives unless a newer run holds its key.
+struct BaseMasker {
+    span: RangeInclusive<i64>,
+    board: Arc<NewerKeys>,
+    placeholders: Placeholders,
+    options: MergeOptions,
+    metrics: MergeMetrics,
+}
+
+impl BaseMasker {
+    /// The surviving rows of `batch`, whose keys are `keys`; `None` if none survives.
+    fn mask(&mut self, batch: &RecordBatch, keys: &[i64]) -> Result<Option<RecordBatch>> {
+        let start = Instant::now();
+        let rows = batch.num_rows();
+        // (a batch of consecutive keys lies in the span if its ends do; other batches are
+        // checked key by key, as an out-of-order run would otherwise index past the bitmap)
+        let consecutive = match (keys.first(), keys.last()) {
+            (Some(&first), Some(&last)) => last.checked_sub(first) == Some(rows as i64 - 1),
+            _ => true,
+        };
+        let stray = match consecutive {
+            true => [keys.first(), keys.last()]
+                .into_iter()
+                .flatten()
+                .find(|k| !self.span.contains(k)),
+            false => keys.iter().find(|k| !self.span.contains(k)),
+        };
+        if let Some(stray) = stray {
+            let (lo, hi) = (self.span.start(), self.span.end());
+            return Err(exec_datafusion_err!(
+                "the dense oldest run holds key {stray}, outside its files' key range {lo}..={hi}"
+            ));
+        }
+        let mut keep = self.board.unshadowed(keys);
+        let survivors = keep.count();
+        if !self.options.keep_retracts {
+            let kinds = batch.column(self.options.kind_column).as_primitive::<Int8Type>();
+            keep.drop_retracts(kinds.values());
+        }
+        let kept = keep.count();
+        let metrics = &self.metrics;
+        metrics.input_rows.add(rows);
+        metrics.rows_merged_away.add(rows - survivors);
+        metrics.retracts_dropped.add(survivors - kept);
+        metrics.output_rows.add(kept);
+        let out = match kept {
+            0 => None,
+            _ => Some(self.placeholders.filter_rows(batch, keep, kept)?),
+        };
+        metrics.merge_time.add_elapsed(start);
+        Ok(out)
+    }
 }
 
 /// The key column of `batch` as Int64 (an integer key of any width).
@@ -148,14 +243,4 @@ fn integer_keys(batch: &RecordBatch, key: usize) -> Result<ArrayRef> {
         return Err(exec_datafusion_err!("a primary key column holds NULL"));
     }
     Ok(cast(column, &DataType::Int64)?)
-}
-
-/// Sets the bit of every key of `keys` (Int64) that lies in `lo..=hi`.
-fn mark(bits: &mut [u64], keys: &ArrayRef, lo: i64, hi: i64) {
-    for &key in keys.as_primitive::<Int64Type>().values() {
-        if key >= lo && key <= hi {
-            let at = (key - lo) as u64;
-            bits[(at / 64) as usize] |= 1 << (at % 64);
-        }
-    }
 }

@@ -42,9 +42,11 @@ use super::stream::next_non_empty;
 use super::{MergeMetrics, MergeOptions};
 
 mod dense_base;
+mod newer_keys;
 mod shadow;
 
-pub(crate) use dense_base::{newest_over_dense_base, MAX_SPAN as MAX_DENSE_BASE_SPAN};
+pub(crate) use dense_base::{newest_over_dense_base, NewerRead, MAX_SPAN as MAX_DENSE_BASE_SPAN};
+pub(crate) use newer_keys::NewerKeys;
 
 /// More runs than this are merged instead: the runs are compared pairwise, which the merge's
 /// loser tree outgrows.

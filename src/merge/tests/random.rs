@@ -297,6 +297,14 @@ async fn newest_run_wins_keeps_the_later_of_a_repeated_key() -> Result<()> {
     Ok(())
 }
 
+/// The integer key of a record of the dense-base tests.
+fn key_of(rec: &Rec) -> i64 {
+    match rec.0 {
+        Key::Int(k) => i64::from(k),
+        _ => unreachable!("the dense-base tests use INT keys"),
+    }
+}
+
 /// A dense oldest run (`newest_over_dense_base`): the same records as the model, in any order.
 /// The base holds the keys of its span, some missing (as a deletion vector leaves them) and some
 /// retracting; the newer runs hold keys inside the span and around it, repeated across runs.
@@ -330,35 +338,96 @@ async fn dense_base_matches_model() -> Result<()> {
         }
         let sizes: Vec<usize> = (0..3).map(|_| 1 + rng.below(70) as usize).collect();
         let span = i64::from(lo)..=i64::from(lo + len - 1);
-        for (read_columns, emit_newer) in [(None, true), (Some([0, 3]), true), (None, false)] {
+        let seqs = || {
+            (1..runs.len() as i64)
+                .map(|r| r * 1000..=r * 1000)
+                .collect::<Vec<_>>()
+        };
+        let board = || Arc::new(NewerKeys::new(span.clone(), seqs()).unwrap());
+        let expected = |projected| expected_unordered(&runs, keep_retracts, projected);
+        for read_columns in [None, Some([0, 3])] {
             let (schema, key_columns, mut streams) = runs_as_streams(&runs, &sizes);
             let base = streams.remove(0);
             let options = unordered_options(key_columns, keep_retracts);
             let metrics = MergeMetrics::new(&ExecutionPlanMetricsSet::new(), 0);
             let read = read_columns.as_ref().map(|c| c.as_slice());
+            let whole = NewerRead::Whole(board());
             let stream = newest_over_dense_base(
                 schema,
                 base,
                 span.clone(),
                 streams,
-                emit_newer,
+                whole,
                 options,
                 metrics.clone(),
                 read,
             )?;
             let got = unordered_output(stream, seed).await?;
-            let mut expected = expected_unordered(&runs, keep_retracts, read_columns.is_some());
-            // without the newer runs' survivors: the base's records that won
-            if !emit_newer {
-                expected.retain(|rec| rec.3.starts_with("base"));
-            }
             assert_eq!(
-                got, expected,
-                "seed {seed}, sizes {sizes:?}, read {read_columns:?}, emit_newer {emit_newer}"
+                got,
+                expected(read.is_some()),
+                "seed {seed}, sizes {sizes:?}, read {read_columns:?}"
             );
-            if emit_newer {
-                check_metrics(&metrics, &runs, &got, seed);
-            }
+            check_metrics(&metrics, &runs, &got, seed);
+        }
+        // Cut at a key: below it a piece reading the newer runs' keys, above it one reading them
+        // whole, on one board; run one after the other either way, or together. The union is
+        // the merge's output whatever the piece reading the keys finds marked.
+        let cut = i64::from(lo) + rng.below(len as u64 + 1) as i64;
+        let below =
+            |recs: &Vec<Rec>| -> Vec<Rec> { recs.iter().filter(|r| key_of(r) < cut).cloned().collect() };
+        let keys_runs: Vec<Vec<Rec>> = runs.iter().map(below).collect();
+        let mut whole_runs = runs.clone();
+        whole_runs[0].retain(|r| key_of(r) >= cut);
+        for order in ["keys first", "whole first", "alternating"] {
+            let board = board();
+            let piece = |runs: &Vec<Vec<Rec>>, whole: bool| -> Result<SendableRecordBatchStream> {
+                let (schema, key_columns, mut streams) = runs_as_streams(runs, &sizes);
+                let base = streams.remove(0);
+                let read = match whole {
+                    true => NewerRead::Whole(Arc::clone(&board)),
+                    false => NewerRead::KeysOnly {
+                        board: Arc::clone(&board),
+                        runs: (0..streams.len()).collect(),
+                    },
+                };
+                let options = unordered_options(key_columns, keep_retracts);
+                let metrics = MergeMetrics::new(&ExecutionPlanMetricsSet::new(), 0);
+                newest_over_dense_base(schema, base, span.clone(), streams, read, options, metrics, None)
+            };
+            let (keys_piece, whole_piece) = (piece(&keys_runs, false)?, piece(&whole_runs, true)?);
+            let mut got = match order {
+                "keys first" => {
+                    let mut got = unordered_output(keys_piece, seed).await?;
+                    got.extend(unordered_output(whole_piece, seed).await?);
+                    got
+                }
+                "whole first" => {
+                    let mut got = unordered_output(whole_piece, seed).await?;
+                    got.extend(unordered_output(keys_piece, seed).await?);
+                    got
+                }
+                // a batch of one, then a batch of the other: the piece reading the keys finds
+                // the other's progress part of the way
+                _ => {
+                    let mut pieces = [whole_piece, keys_piece];
+                    let mut done = [false, false];
+                    let mut batches = Vec::new();
+                    let mut turn = seed as usize % 2;
+                    while !done.iter().all(|d| *d) {
+                        if !done[turn] {
+                            match pieces[turn].try_next().await? {
+                                Some(batch) => batches.push(batch),
+                                None => done[turn] = true,
+                            }
+                        }
+                        turn = 1 - turn;
+                    }
+                    batches.iter().flat_map(from_batch).collect()
+                }
+            };
+            got.sort_by(by_key);
+            assert_eq!(got, expected(false), "seed {seed}, cut {cut}, {order}");
         }
     }
     // the files' statistics said 0..=2, the run holds 3
@@ -370,7 +439,9 @@ async fn dense_base_matches_model() -> Result<()> {
     let base = streams.remove(0);
     let options = unordered_options(key_columns, false);
     let metrics = MergeMetrics::new(&ExecutionPlanMetricsSet::new(), 0);
-    let stream = newest_over_dense_base(schema, base, 0..=2, streams, true, options, metrics, None)?;
+    let board = Arc::new(NewerKeys::new(0..=2, vec![5..=5])?);
+    let whole = NewerRead::Whole(board);
+    let stream = newest_over_dense_base(schema, base, 0..=2, streams, whole, options, metrics, None)?;
     let err = stream.try_collect::<Vec<_>>().await.unwrap_err().to_string();
     assert!(
         err.contains("holds key 3, outside its files' key range 0..=2"),

@@ -1,0 +1,124 @@
+//! The keys the newer runs of one section hold over its dense oldest run, one bit per key of the
+//! oldest run's span, shared by the pieces the section is cut into (`scan::parallel`).
+//!
+//! ```text
+//! piece reading the newer runs whole ── marks each batch's keys, then publishes, per run,
+//!                                       "every key of this run up to k is marked"
+//!                                                   │
+//! other pieces (the oldest run below it) ── before masking a batch of the oldest run up to key
+//!         k: for each newer run, published past k? use the bits : read the run's own keys
+//!         in the piece's range until past k, marking them too
+//! ```
+//!
+//! The piece reading the newer runs whole passes through the whole key span while it decodes
+//! them, faster than a piece reading only the oldest run walks its part of that span, so the
+//! other pieces mostly find their keys marked already and decode none of them a second time.
+//! Nobody waits on anybody: a piece whose keys are not marked yet reads them itself, so the
+//! answer does not depend on how the partitions are scheduled, or whether they share a process.
+//! Every bit set and every progress published is a fact about the files, true for any later
+//! read of the same section too.
+
+use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
+
+use datafusion::common::{exec_datafusion_err, Result};
+
+use super::dense_base::MAX_SPAN;
+use super::shadow::Keep;
+
+/// The marked keys of one section's newer runs (see the module comment).
+pub(crate) struct NewerKeys {
+    lo: i64,
+    hi: i64,
+    /// One bit per key of `lo..=hi`; allocated by the first mark.
+    bits: Mutex<Vec<u64>>,
+    /// The sequence numbers of each newer run, which tell a piece's run (some of its files)
+    /// which run of the section it is.
+    runs: Vec<RangeInclusive<i64>>,
+    /// Per newer run: every key of it up to this one is marked (`i64::MIN`: none yet).
+    marked_through: Vec<AtomicI64>,
+}
+
+impl std::fmt::Debug for NewerKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "NewerKeys({}..={}, {} runs)",
+            self.lo,
+            self.hi,
+            self.runs.len()
+        )
+    }
+}
+
+impl NewerKeys {
+    /// For an oldest run whose keys lie in `span`, and newer runs with these sequence numbers.
+    pub(crate) fn new(span: RangeInclusive<i64>, runs: Vec<RangeInclusive<i64>>) -> Result<Self> {
+        let (lo, hi) = (*span.start(), *span.end());
+        if hi.checked_sub(lo).is_none_or(|w| w as u64 >= MAX_SPAN) {
+            return Err(exec_datafusion_err!(
+                "dense base run of keys {lo}..={hi}: span too wide"
+            ));
+        }
+        Ok(NewerKeys {
+            lo,
+            hi,
+            bits: Mutex::new(Vec::new()),
+            marked_through: runs.iter().map(|_| AtomicI64::new(i64::MIN)).collect(),
+            runs,
+        })
+    }
+
+    /// The span of keys the bits cover.
+    pub(crate) fn span(&self) -> RangeInclusive<i64> {
+        self.lo..=self.hi
+    }
+
+    /// Which newer run holds the record of sequence number `seq`.
+    pub(crate) fn run_of(&self, seq: i64) -> Option<usize> {
+        self.runs.iter().position(|r| r.contains(&seq))
+    }
+
+    /// Sets the bit of every key of `keys` within the span.
+    pub(super) fn mark(&self, keys: &[i64]) {
+        let mut bits = self.bits.lock().expect("newer keys");
+        if bits.is_empty() {
+            bits.resize(((self.hi - self.lo) as u64 + 1).div_ceil(64) as usize, 0);
+        }
+        let (lo, hi) = (self.lo, self.hi);
+        for &key in keys {
+            if key >= lo && key <= hi {
+                let at = (key - lo) as u64;
+                bits[(at / 64) as usize] |= 1 << (at % 64);
+            }
+        }
+    }
+
+    /// Every key of newer run `run` up to `key` is marked (`i64::MAX`: all of them).
+    pub(super) fn publish(&self, run: usize, key: i64) {
+        self.marked_through[run].fetch_max(key, Ordering::Release);
+    }
+
+    /// Whether every key of newer run `run` up to `key` is marked.
+    pub(super) fn marked_through(&self, run: usize, key: i64) -> bool {
+        self.marked_through[run].load(Ordering::Acquire) >= key
+    }
+
+    /// Which of the oldest run's rows with these keys (ascending, within the span) no newer run
+    /// holds, from the bits as they are.
+    pub(super) fn unshadowed(&self, keys: &[i64]) -> Keep {
+        let bits = self.bits.lock().expect("newer keys");
+        let (Some(&first), Some(&last)) = (keys.first(), keys.last()) else {
+            return Keep::all(0);
+        };
+        if bits.is_empty() {
+            return Keep::all(keys.len());
+        }
+        match last.checked_sub(first) == Some(keys.len() as i64 - 1) {
+            // consecutive keys (a sorted run repeats none): a slice of the bitmap
+            true => Keep::unshadowed_run(&bits, (first - self.lo) as u64, keys.len()),
+            false => Keep::unshadowed_keys(&bits, keys.iter().map(|k| (k - self.lo) as u64)),
+        }
+    }
+}
