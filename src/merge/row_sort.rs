@@ -498,6 +498,27 @@ mod tests {
         );
     }
 
+    /// Sorts and groups the integer sort keys of `values` and checks both against a naive
+    /// sort of their rows; returns the rows, the order and the groups.
+    fn sorts_like_rows(
+        integers: &SortKeys,
+        values: Vec<i64>,
+        converter: &RowConverter,
+        case: &str,
+    ) -> (Rows, Vec<u32>, KeyRanges) {
+        let rows = converter
+            .convert_columns(&[Arc::new(Int64Array::from(values)) as ArrayRef])
+            .unwrap();
+        let (order, groups) = stable_key_groups(integers);
+        assert_eq!(order, naive(&rows), "{case}");
+        assert_eq!(
+            groups.iter().collect::<Vec<_>>(),
+            naive_groups(&rows, &order),
+            "{case}"
+        );
+        (rows, order, groups)
+    }
+
     /// Integer keys through every path: packed (up to 4 differing bytes), the tagged radix sort
     /// (5 or 6), the comparison sort (more), each below and above the radix threshold, from one
     /// batch and from several, as integers and as rows: one order and one grouping.
@@ -525,16 +546,8 @@ mod tests {
                     .collect();
                 let integers = SortKeys::of_batches(&batches, &[0]).unwrap();
                 assert!(matches!(integers, SortKeys::Integers(_)));
-                let rows = converter
-                    .convert_columns(&[Arc::new(Int64Array::from(values.clone())) as ArrayRef])
-                    .unwrap();
-                let (order, groups) = stable_key_groups(&integers);
-                assert_eq!(order, naive(&rows), "span {span}, {n} rows");
-                assert_eq!(
-                    groups.iter().collect::<Vec<_>>(),
-                    naive_groups(&rows, &order),
-                    "span {span}, {n} rows"
-                );
+                let (rows, order, groups) =
+                    sorts_like_rows(&integers, values, &converter, &format!("span {span}, {n} rows"));
                 assert_eq!(stable_key_groups(&SortKeys::Rows(rows)), (order.clone(), groups));
                 assert_eq!(stable_key_order(&integers), order);
             }
@@ -577,16 +590,7 @@ mod tests {
             .unwrap();
             let integers = SortKeys::of_batches(&[batch], &[0]).unwrap();
             assert!(packed_order(&integers).is_some(), "{plan}");
-            let rows = converter
-                .convert_columns(&[Arc::new(Int64Array::from(values)) as ArrayRef])
-                .unwrap();
-            let (order, groups) = stable_key_groups(&integers);
-            assert_eq!(order, naive(&rows), "{plan}");
-            assert_eq!(
-                groups.iter().collect::<Vec<_>>(),
-                naive_groups(&rows, &order),
-                "{plan}"
-            );
+            sorts_like_rows(&integers, values, &converter, plan);
         }
         assert_eq!(byte_digits(40, 12), vec![(40, 6), (46, 6)]);
         assert_eq!(byte_digits(32, 17), vec![(32, 6), (38, 6), (44, 5)]);

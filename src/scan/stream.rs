@@ -287,23 +287,34 @@ pub(crate) fn section_stream(
             "a piece of {dir} cut over a dense oldest run is not read over it"
         ));
     }
-    // The board each newer run of a piece reading them for their keys is on, by its sequence
-    // numbers (the piece may hold only some of a run's files).
-    let board_runs = match &newer {
-        NewerRuns::KeysOnly(board) => runs[1..]
-            .iter()
-            .map(|files| {
-                let seq = files.first().map_or(i64::MIN, |f| f.min_sequence_number);
-                board.run_of(seq).ok_or_else(|| {
-                    datafusion::common::internal_datafusion_err!(
-                        "a newer run of {dir} is not on its section's board"
-                    )
+    // How a read over a dense oldest run reads its newer runs, and on which board it marks
+    // their keys: the piece's section's, or one of its own. A piece reading them for their keys
+    // finds each run on the board by its sequence numbers (it may hold only some of its files).
+    let dense_read = match (&dense_base, &newer) {
+        (None, _) => None,
+        (Some(_), NewerRuns::Whole(board)) => Some(NewerRead::Whole(Arc::clone(board))),
+        (Some(_), NewerRuns::KeysOnly(board)) => {
+            let on_board = runs[1..]
+                .iter()
+                .map(|files| {
+                    let seq = files.first().map_or(i64::MIN, |f| f.min_sequence_number);
+                    board.run_of(seq).ok_or_else(|| {
+                        datafusion::common::internal_datafusion_err!(
+                            "a newer run of {dir} is not on its section's board"
+                        )
+                    })
                 })
+                .collect::<Result<Vec<usize>>>()?;
+            Some(NewerRead::KeysOnly {
+                board: Arc::clone(board),
+                runs: on_board,
             })
-            .collect::<Result<Vec<usize>>>()?,
-        _ => Vec::new(),
+        }
+        (Some(span), NewerRuns::InRange) => {
+            let seqs = runs[1..].iter().map(|r| run_sequences(r)).collect();
+            Some(NewerRead::Whole(Arc::new(NewerKeys::new(span.clone(), seqs)?)))
+        }
     };
-    let seq_ranges: Vec<RangeInclusive<i64>> = runs[1..].iter().map(|r| run_sequences(r)).collect();
     let streams: Vec<SendableRecordBatchStream> = runs
         .into_iter()
         .enumerate()
@@ -343,21 +354,10 @@ pub(crate) fn section_stream(
             if ctx.with_rowkind || ctx.keep_retracts {
                 read_columns.push(layout.kind_index());
             }
-            match dense_base {
-                Some(span) => {
+            match dense_base.zip(dense_read) {
+                Some((span, read)) => {
                     let mut newer_runs = streams;
                     let base = newer_runs.remove(0);
-                    let read = match newer {
-                        NewerRuns::Whole(board) => NewerRead::Whole(board),
-                        NewerRuns::KeysOnly(board) => NewerRead::KeysOnly {
-                            board,
-                            runs: board_runs,
-                        },
-                        // a board of its own
-                        NewerRuns::InRange => {
-                            NewerRead::Whole(Arc::new(NewerKeys::new(span.clone(), seq_ranges)?))
-                        }
-                    };
                     newest_over_dense_base(
                         Arc::clone(&layout.schema),
                         base,
