@@ -329,6 +329,7 @@ impl ExecutionPlan for PaimonScanExec {
             batch_size,
             metrics,
             self.limit,
+            Arc::clone(context.memory_pool()),
         ))
     }
 

@@ -9,6 +9,7 @@ use arrow::array::{ArrayRef, AsArray, RecordBatch, RecordBatchOptions, StringArr
 use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{Int8Type, SchemaRef};
 use datafusion::common::Result;
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::{RecordBatchReceiverStream, RecordBatchStreamAdapter};
 use futures::{StreamExt, TryStreamExt};
@@ -32,6 +33,7 @@ pub(crate) fn partition_stream(
     batch_size: usize,
     metrics: ScanMetrics,
     limit: Option<usize>,
+    memory: Arc<dyn MemoryPool>,
 ) -> SendableRecordBatchStream {
     let output_schema = Arc::clone(&ctx.output_schema);
     type Section = (String, Option<Arc<KeyRange>>, NewerRuns, Vec<Vec<SplitFile>>);
@@ -49,7 +51,10 @@ pub(crate) fn partition_stream(
     let section_metrics = metrics.clone();
     let merged = futures::stream::iter(sections)
         .map(move |(dir, range, newer, runs)| {
-            let read = SectionRead::Query { newer };
+            let read = SectionRead::Query {
+                newer,
+                memory: Arc::clone(&memory),
+            };
             section_stream(&open_ctx, &dir, range, runs, batch_size, read, &section_metrics)
         })
         .try_flatten();
@@ -192,8 +197,11 @@ pub(crate) enum SectionRead {
     /// A query's scan: a run read without a merge decodes only the output's columns (the key
     /// of a compacted table is not decoded unless the query selects it), and rows need not
     /// come in key order. `newer`: how a piece of a section cut over a dense oldest run reads
-    /// the newer runs (`parallel`).
-    Query { newer: NewerRuns },
+    /// the newer runs (`parallel`), and `memory` holds what such a piece reads ahead.
+    Query {
+        newer: NewerRuns,
+        memory: Arc<dyn MemoryPool>,
+    },
     /// A diff's state: every layout column (a diff compares them all), in key order.
     Diff,
 }
@@ -271,9 +279,9 @@ pub(crate) fn section_stream(
     // Runs in sequence order and a reader that needs no key order: a record survives unless a
     // newer run holds its key (`merge::newest_of_ordered_runs`). `ignore-delete` lets an older
     // record win over a newer retraction: merged.
-    let newer = match &read {
-        SectionRead::Query { newer } => newer.clone(),
-        SectionRead::Diff => NewerRuns::InRange,
+    let (newer, memory) = match &read {
+        SectionRead::Query { newer, memory } => (newer.clone(), Some(memory)),
+        SectionRead::Diff => (NewerRuns::InRange, None),
     };
     let newest_run_wins = matches!(read, SectionRead::Query { .. })
         && deduplicate == Some(false)
@@ -305,9 +313,15 @@ pub(crate) fn section_stream(
                     })
                 })
                 .collect::<Result<Vec<usize>>>()?;
+            let memory = memory.ok_or_else(|| {
+                datafusion::common::internal_datafusion_err!("a piece of {dir} is read outside a query")
+            })?;
+            let deferral = MemoryConsumer::new(format!("PaimonScan[{dir}] base read ahead of newer keys"))
+                .register(memory);
             Some(NewerRead::KeysOnly {
                 board: Arc::clone(board),
                 runs: on_board,
+                deferral,
             })
         }
         (Some(span), NewerRuns::InRange) => {

@@ -8,8 +8,10 @@
 //!              (64 rows a word, from the bitmap as it is) ──► one filter kernel per batch
 //!
 //! or, in a piece that reads the newer runs for their keys only:
-//! base run ──► a batch up to key k waits for nothing: the runs the board has not marked
-//!              through k are read here until they pass k ──► masked as above
+//! base run ──► a batch up to key k is masked as above once the board has every run marked
+//!              through k; until then it is held back and the next batch is read (nothing
+//!              waits). With no room to hold more (MAX_DEFERRED_BYTES, the memory pool) or no
+//!              batch left, the runs the board lacks are read here until they pass k.
 //! ```
 //!
 //! The base is the oldest run, so it shadows nothing: the newer runs' survivors are those of a
@@ -18,6 +20,7 @@
 //! keys (every batch, unless a deletion vector or a filter left gaps) is a slice of the bitmap.
 //! The bitmap takes one bit per key of the section's span.
 
+use std::collections::VecDeque;
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,6 +29,7 @@ use arrow::array::{ArrayRef, AsArray, RecordBatch};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Int64Type, Int8Type, SchemaRef};
 use datafusion::common::{exec_datafusion_err, Result};
+use datafusion::execution::memory_pool::MemoryReservation;
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::{StreamExt, TryStreamExt};
@@ -37,6 +41,11 @@ use crate::merge::{MergeMetrics, MergeOptions};
 /// The largest span of base keys given a bitmap (64 Mi keys: 8 MiB).
 pub(crate) const MAX_SPAN: u64 = 1 << 26;
 
+/// The most bytes of base batches a piece reading the newer runs' keys holds back while the
+/// board lacks their keys: at the start of a scan, about the time the piece reading the newer
+/// runs whole takes to decode their first batches (dictionary pages included).
+pub(crate) const MAX_DEFERRED_BYTES: usize = 32 << 20;
+
 /// How the base's piece reads the newer runs, and where their keys are marked.
 pub(crate) enum NewerRead {
     /// Whole: their survivors come out first, and their keys are published on the board as they
@@ -44,7 +53,16 @@ pub(crate) enum NewerRead {
     Whole(Arc<NewerKeys>),
     /// Only the keys in the base's range, and only as far as the board lacks them; another
     /// piece outputs the survivors. `runs[i]`: the board's run of the `i`-th newer stream.
-    KeysOnly { board: Arc<NewerKeys>, runs: Vec<usize> },
+    ///
+    /// A base batch whose keys the board does not cover yet is held back (`deferral`, at most
+    /// [`MAX_DEFERRED_BYTES`]) while later ones are read, as the piece reading the newer runs
+    /// whole soon covers it. Only when there is no room left, or no base batch left to read,
+    /// does this piece read the keys the board lacks itself.
+    KeysOnly {
+        board: Arc<NewerKeys>,
+        runs: Vec<usize>,
+        deferral: MemoryReservation,
+    },
 }
 
 /// Keeps, for every key, its record in the newest run that holds it, as
@@ -82,32 +100,27 @@ pub(crate) fn newest_over_dense_base(
         options: options.clone(),
         metrics: metrics.clone(),
     };
-    if let NewerRead::KeysOnly { runs, .. } = read {
+    if let NewerRead::KeysOnly { runs, deferral, .. } = read {
         if runs.len() != newer.len() {
             return Err(exec_datafusion_err!(
                 "newer runs and their places on the board differ"
             ));
         }
-        // Mask each base batch as soon as the board covers its keys.
         let own = newer.into_iter().zip(runs).map(|(run, board_run)| OwnKeys {
             run: Some(run),
             through: i64::MIN,
             board_run,
         });
-        let state = (base, own.collect::<Vec<_>>(), masker);
-        let output = futures::stream::try_unfold(state, move |(mut base, mut own, mut masker)| async move {
-            while let Some(batch) = base.next().await.transpose()? {
-                let keys = integer_keys(&batch, key)?;
-                let keys = keys.as_primitive::<Int64Type>().values();
-                let Some(&last) = keys.last() else { continue };
-                for run in own.iter_mut() {
-                    run.mark_through(&masker.board, last, key).await?;
-                }
-                if let Some(out) = masker.mask(&batch, keys)? {
-                    return Ok(Some((out, (base, own, masker))));
-                }
-            }
-            Ok(None)
+        let piece = KeysPiece {
+            base: Some(base),
+            key,
+            own: own.collect(),
+            masker,
+            deferred: VecDeque::new(),
+            deferral,
+        };
+        let output = futures::stream::try_unfold(piece, |mut piece| async move {
+            Ok(piece.next_batch().await?.map(|batch| (batch, piece)))
         });
         return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, output)));
     };
@@ -146,6 +159,99 @@ pub(crate) fn newest_over_dense_base(
         })
         .try_filter_map(|batch| futures::future::ready(Ok(batch)));
     Ok(Box::pin(RecordBatchStreamAdapter::new(schema, newer.chain(base))))
+}
+
+/// A piece reading the newer runs for their keys only (see the module comment).
+struct KeysPiece {
+    /// `None` once spent.
+    base: Option<SendableRecordBatchStream>,
+    key: usize,
+    own: Vec<OwnKeys>,
+    masker: BaseMasker,
+    /// Base batches read ahead of the board, oldest first: each with its keys (as Int64) and
+    /// the bytes `deferral` holds for it.
+    deferred: VecDeque<(RecordBatch, ArrayRef, usize)>,
+    deferral: MemoryReservation,
+}
+
+impl KeysPiece {
+    /// The next masked base batch; `None` when the base is spent.
+    async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        loop {
+            if let Some((_, keys, _)) = self.deferred.front() {
+                if self.covered(last_of(keys)) {
+                    let (batch, keys, held) = self.deferred.pop_front().expect("a deferred batch");
+                    self.deferral.shrink(held);
+                    match self
+                        .masker
+                        .mask(&batch, keys.as_primitive::<Int64Type>().values())?
+                    {
+                        Some(out) => return Ok(Some(out)),
+                        None => continue,
+                    }
+                }
+            }
+            let next = match self.base.as_mut() {
+                Some(base) => base.next().await.transpose()?,
+                None => None,
+            };
+            let Some(batch) = next else {
+                self.base = None;
+                // nothing left to read ahead: the keys the board still lacks are read here
+                let Some(last) = self.deferred.back().map(|(_, keys, _)| last_of(keys)) else {
+                    return Ok(None);
+                };
+                self.read_own_through(last).await?;
+                continue;
+            };
+            if batch.num_rows() == 0 {
+                continue;
+            }
+            let keys = integer_keys(&batch, self.key)?;
+            let last = last_of(&keys);
+            if self.deferred.is_empty() && self.covered(last) {
+                match self
+                    .masker
+                    .mask(&batch, keys.as_primitive::<Int64Type>().values())?
+                {
+                    Some(out) => return Ok(Some(out)),
+                    None => continue,
+                }
+            }
+            let size = self.masker.placeholders.bytes_read(&batch) + keys.get_array_memory_size();
+            let room =
+                self.deferral.size() + size <= MAX_DEFERRED_BYTES && self.deferral.try_grow(size).is_ok();
+            if room {
+                self.deferred.push_back((batch, keys, size));
+                continue;
+            }
+            // No room to read further ahead: the keys the board lacks through this batch are
+            // read here, which covers the batches deferred before it too.
+            self.read_own_through(last).await?;
+            self.deferred.push_back((batch, keys, 0));
+        }
+    }
+
+    /// Whether every newer run's keys up to `last` are marked.
+    fn covered(&self, last: i64) -> bool {
+        let board = &self.masker.board;
+        self.own
+            .iter()
+            .all(|run| run.through >= last || board.marked_through(run.board_run, last))
+    }
+
+    async fn read_own_through(&mut self, last: i64) -> Result<()> {
+        for run in self.own.iter_mut() {
+            run.mark_through(&self.masker.board, last, self.key).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The last of a batch's keys (Int64, not empty).
+fn last_of(keys: &ArrayRef) -> i64 {
+    let keys = keys.as_primitive::<Int64Type>().values();
+    keys[keys.len() - 1]
 }
 
 /// A piece's own reader of one newer run's keys in its range, read only as far as the board

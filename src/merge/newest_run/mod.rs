@@ -342,6 +342,18 @@ impl Placeholders {
         Ok(Some(Arc::clone(slot.insert(array))))
     }
 
+    /// The bytes of `batch`'s columns that are read and hold values: what the batch holds
+    /// beyond the shared placeholders and null columns of its reader.
+    fn bytes_read(&self, batch: &RecordBatch) -> usize {
+        batch
+            .columns()
+            .iter()
+            .zip(&self.slots)
+            .filter(|(column, slot)| slot.is_none() && column.null_count() < column.len())
+            .map(|(column, _)| column.get_array_memory_size())
+            .sum()
+    }
+
     /// The rows of `batch` that `keep` marks (`kept` of them). A column that is not read
     /// becomes a placeholder, and a column of nulls only (a field the read does not decode) is
     /// sliced: both keep a shared buffer. No filter is built unless a column needs one.

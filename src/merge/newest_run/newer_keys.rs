@@ -6,15 +6,19 @@
 //!                                       "every key of this run up to k is marked"
 //!                                                   │
 //! other pieces (the oldest run below it) ── before masking a batch of the oldest run up to key
-//!         k: for each newer run, published past k? use the bits : read the run's own keys
-//!         in the piece's range until past k, marking them too
+//!         k: every newer run published past k? use the bits : hold the batch back and read
+//!         on; out of room to hold more, or of batches: read the runs' own keys in the
+//!         piece's range until past k, marking them too
 //! ```
 //!
 //! The piece reading the newer runs whole passes through the whole key span while it decodes
 //! them, faster than a piece reading only the oldest run walks its part of that span, so the
 //! other pieces mostly find their keys marked already and decode none of them a second time.
-//! Nobody waits on anybody: a piece whose keys are not marked yet reads them itself, so the
-//! answer does not depend on how the partitions are scheduled, or whether they share a process.
+//! At the start, while the piece reading them whole decodes the newer runs' first batches, the
+//! others read their oldest run ahead of the board and mask it once it catches up. Nobody waits
+//! on anybody: a piece whose keys are not marked yet, and that cannot read further ahead, reads
+//! them itself, so the answer does not depend on how the partitions are scheduled, or whether
+//! they share a process.
 //! Every bit set and every progress published is a fact about the files, true for any later
 //! read of the same section too.
 

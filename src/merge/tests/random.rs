@@ -1,6 +1,10 @@
 //! The merge against a naive `BTreeMap` model of deduplicate, over random runs.
 
 use std::collections::BTreeMap;
+use std::task::Poll;
+
+use datafusion::execution::memory_pool::{GreedyMemoryPool, MemoryConsumer, MemoryPool};
+use futures::StreamExt;
 
 use super::*;
 
@@ -297,6 +301,30 @@ async fn newest_run_wins_keeps_the_later_of_a_repeated_key() -> Result<()> {
     Ok(())
 }
 
+/// `stream`, pending (and woken at once) before each of its items: a base read on a task of its
+/// own, which the piece reading it catches up with.
+fn hesitant(stream: SendableRecordBatchStream) -> SendableRecordBatchStream {
+    let schema = stream.schema();
+    let mut stream = Some(stream);
+    let mut ready = false;
+    let hesitating = futures::stream::poll_fn(move |cx| {
+        let Some(inner) = stream.as_mut() else {
+            return Poll::Ready(None);
+        };
+        ready = !ready;
+        if ready {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        let next = inner.poll_next_unpin(cx);
+        if let Poll::Ready(None) = next {
+            stream = None;
+        }
+        next
+    });
+    Box::pin(RecordBatchStreamAdapter::new(schema, hesitating))
+}
+
 /// The integer key of a record of the dense-base tests.
 fn key_of(rec: &Rec) -> i64 {
     match rec.0 {
@@ -381,15 +409,22 @@ async fn dense_base_matches_model() -> Result<()> {
         whole_runs[0].retain(|r| key_of(r) >= cut);
         for order in ["keys first", "whole first", "alternating"] {
             let board = board();
+            // room to hold back none, some or all of the base batches of the piece reading keys
+            let room = [0, 1 + rng.below(20_000) as usize, usize::MAX][rng.below(3) as usize];
+            let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(room));
             let piece = |runs: &Vec<Vec<Rec>>, whole: bool| -> Result<SendableRecordBatchStream> {
                 let (schema, key_columns, mut streams) = runs_as_streams(runs, &sizes);
                 let base = streams.remove(0);
-                let read = match whole {
-                    true => NewerRead::Whole(Arc::clone(&board)),
-                    false => NewerRead::KeysOnly {
-                        board: Arc::clone(&board),
-                        runs: (0..streams.len()).collect(),
-                    },
+                let (base, read) = match whole {
+                    true => (base, NewerRead::Whole(Arc::clone(&board))),
+                    false => (
+                        hesitant(base),
+                        NewerRead::KeysOnly {
+                            board: Arc::clone(&board),
+                            runs: (0..streams.len()).collect(),
+                            deferral: MemoryConsumer::new("held back").register(&pool),
+                        },
+                    ),
                 };
                 let options = unordered_options(key_columns, keep_retracts);
                 let metrics = MergeMetrics::new(&ExecutionPlanMetricsSet::new(), 0);
@@ -407,8 +442,8 @@ async fn dense_base_matches_model() -> Result<()> {
                     got.extend(unordered_output(keys_piece, seed).await?);
                     got
                 }
-                // a batch of one, then a batch of the other: the piece reading the keys finds
-                // the other's progress part of the way
+                // one poll of one, then one of the other: the piece reading the keys finds the
+                // other's progress part of the way, holding its base batches back meanwhile
                 _ => {
                     let mut pieces = [whole_piece, keys_piece];
                     let mut done = [false, false];
@@ -416,10 +451,15 @@ async fn dense_base_matches_model() -> Result<()> {
                     let mut turn = seed as usize % 2;
                     while !done.iter().all(|d| *d) {
                         if !done[turn] {
-                            match pieces[turn].try_next().await? {
-                                Some(batch) => batches.push(batch),
-                                None => done[turn] = true,
+                            match futures::poll!(pieces[turn].next()) {
+                                Poll::Ready(Some(batch)) => batches.push(batch?),
+                                Poll::Ready(None) => done[turn] = true,
+                                Poll::Pending => {}
                             }
+                            assert!(
+                                pool.reserved() <= room,
+                                "seed {seed}: holds back more than the pool has"
+                            );
                         }
                         turn = 1 - turn;
                     }
@@ -427,7 +467,12 @@ async fn dense_base_matches_model() -> Result<()> {
                 }
             };
             got.sort_by(by_key);
-            assert_eq!(got, expected(false), "seed {seed}, cut {cut}, {order}");
+            assert_eq!(
+                got,
+                expected(false),
+                "seed {seed}, cut {cut}, {order}, room {room}"
+            );
+            assert_eq!(pool.reserved(), 0, "seed {seed}: held-back batches released");
         }
     }
     // the files' statistics said 0..=2, the run holds 3
