@@ -1,8 +1,9 @@
 //! `INSERT INTO|OVERWRITE [TABLE] t PARTITION (p = v, ...) <query>`: Flink's static partition
 //! inserts, which DataFusion's planner does not support. The query supplies the other columns
 //! in table order (for INSERT INTO, partition columns left out of the spec included, as Flink's
-//! dynamic partitions); INSERT INTO appends, INSERT OVERWRITE replaces the partition given by
-//! the spec in one OVERWRITE commit.
+//! dynamic partitions); INSERT INTO appends, INSERT OVERWRITE replaces partitions in one
+//! OVERWRITE commit: those the rows go to, or with `dynamic-partition-overwrite` off, those
+//! the spec matches (`PaimonTable::overwrite_partition`).
 
 use std::any::Any;
 

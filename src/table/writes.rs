@@ -110,34 +110,35 @@ impl PaimonTable {
     }
 
     /// `INSERT OVERWRITE t PARTITION (p = v, ...) <input>`: `input` yields every table column
-    /// in table order; the partition given by `spec` (all partition columns) is replaced.
+    /// in table order, the spec's values included. The spec may leave partition columns out
+    /// (Flink's dynamic partitions). As Paimon's commit does, a table with
+    /// `dynamic-partition-overwrite` (the default) replaces only the partitions the rows go to,
+    /// whatever the spec says, and nothing when there are none; with it off, every partition
+    /// matching the spec is replaced, rows or not.
     pub async fn overwrite_partition(
         &self,
         input: Arc<dyn ExecutionPlan>,
         spec: &[(String, datafusion::common::ScalarValue)],
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let schema = self.meta.latest_schema().await?;
-        let mut values = Vec::with_capacity(schema.partition_keys.len());
-        for key in &schema.partition_keys {
-            let Some((_, v)) = spec.iter().find(|(k, _)| k == key) else {
-                return plan_err!(
-                    "INSERT OVERWRITE of table {} must give a value for partition column '{key}'",
-                    self.name
-                );
-            };
-            let target = schema
-                .field(key)
-                .map(|f| f.data_type.to_arrow())
-                .expect("partition keys are columns");
-            values.push(v.cast_to(&target)?);
-        }
         if let Some((k, _)) = spec.iter().find(|(k, _)| !schema.partition_keys.contains(k)) {
             return plan_err!("Column '{k}' is not a partition column of table {}", self.name);
         }
-        let kind = WriteKind::Overwrite(OverwriteScope::Partitions(vec![values
-            .into_iter()
-            .map(Some)
-            .collect()]));
+        let mut values = Vec::with_capacity(schema.partition_keys.len());
+        for key in &schema.partition_keys {
+            let value = match spec.iter().find(|(k, _)| k == key) {
+                Some((_, v)) => {
+                    let target = schema
+                        .field(key)
+                        .map(|f| f.data_type.to_arrow())
+                        .expect("partition keys are columns");
+                    Some(v.cast_to(&target)?)
+                }
+                None => None,
+            };
+            values.push(value);
+        }
+        let kind = WriteKind::Overwrite(OverwriteScope::Partitions(vec![values]));
         Ok(Arc::new(DataSinkExec::new(
             input,
             self.sink(kind).await? as _,

@@ -613,9 +613,10 @@ impl DataSink for PaimonSink {
         });
 
         let overwrite = match &self.kind {
-            WriteKind::Overwrite(OverwriteScope::Table) if self.dynamic_partition_overwrite() => {
+            WriteKind::Overwrite(_) if self.dynamic_partition_overwrite() => {
                 // Paimon's default `dynamic-partition-overwrite`: replace only the partitions
-                // the statement wrote (semantics.md §9).
+                // the statement wrote, whatever PARTITION clause it had (semantics.md §9;
+                // Java's commit builds its filter from the new files alone).
                 let types = self.schema.partition_types();
                 let mut specs: Vec<Vec<Option<ScalarValue>>> = Vec::new();
                 for e in &flushed {
