@@ -178,58 +178,67 @@ impl KeysPiece {
     /// The next masked base batch; `None` when the base is spent.
     async fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         loop {
-            if let Some((_, keys, _)) = self.deferred.front() {
-                if self.covered(last_of(keys)) {
-                    let (batch, keys, held) = self.deferred.pop_front().expect("a deferred batch");
-                    self.deferral.shrink(held);
-                    match self
-                        .masker
-                        .mask(&batch, keys.as_primitive::<Int64Type>().values())?
-                    {
-                        Some(out) => return Ok(Some(out)),
-                        None => continue,
+            let (batch, keys) = match self.take_covered() {
+                Some(deferred) => deferred,
+                None => {
+                    let next = match self.base.as_mut() {
+                        Some(base) => base.next().await.transpose()?,
+                        None => None,
+                    };
+                    let Some(batch) = next else {
+                        self.base = None;
+                        // nothing left to read ahead: the keys the board still lacks are read here
+                        let Some(last) = self.deferred.back().map(|(_, keys, _)| last_of(keys)) else {
+                            return Ok(None);
+                        };
+                        self.read_own_through(last).await?;
+                        continue;
+                    };
+                    if batch.num_rows() == 0 {
+                        continue;
                     }
+                    let keys = integer_keys(&batch, self.key)?;
+                    let last = last_of(&keys);
+                    if !(self.deferred.is_empty() && self.covered(last)) {
+                        self.defer(batch, keys, last).await?;
+                        continue;
+                    }
+                    (batch, keys)
                 }
-            }
-            let next = match self.base.as_mut() {
-                Some(base) => base.next().await.transpose()?,
-                None => None,
             };
-            let Some(batch) = next else {
-                self.base = None;
-                // nothing left to read ahead: the keys the board still lacks are read here
-                let Some(last) = self.deferred.back().map(|(_, keys, _)| last_of(keys)) else {
-                    return Ok(None);
-                };
-                self.read_own_through(last).await?;
-                continue;
-            };
-            if batch.num_rows() == 0 {
-                continue;
+            if let Some(out) = self
+                .masker
+                .mask(&batch, keys.as_primitive::<Int64Type>().values())?
+            {
+                return Ok(Some(out));
             }
-            let keys = integer_keys(&batch, self.key)?;
-            let last = last_of(&keys);
-            if self.deferred.is_empty() && self.covered(last) {
-                match self
-                    .masker
-                    .mask(&batch, keys.as_primitive::<Int64Type>().values())?
-                {
-                    Some(out) => return Ok(Some(out)),
-                    None => continue,
-                }
-            }
-            let size = self.masker.placeholders.bytes_read(&batch) + keys.get_array_memory_size();
-            let room =
-                self.deferral.size() + size <= MAX_DEFERRED_BYTES && self.deferral.try_grow(size).is_ok();
-            if room {
-                self.deferred.push_back((batch, keys, size));
-                continue;
-            }
-            // No room to read further ahead: the keys the board lacks through this batch are
-            // read here, which covers the batches deferred before it too.
+        }
+    }
+
+    /// The oldest batch held back, once the board covers it.
+    fn take_covered(&mut self) -> Option<(RecordBatch, ArrayRef)> {
+        let (_, keys, _) = self.deferred.front()?;
+        if !self.covered(last_of(keys)) {
+            return None;
+        }
+        let (batch, keys, held) = self.deferred.pop_front()?;
+        self.deferral.shrink(held);
+        Some((batch, keys))
+    }
+
+    /// Holds `batch` (keys `keys`, up to `last`) back until the board covers it. With no room
+    /// to read further ahead, the keys the board lacks through it are read here instead, which
+    /// covers the batches held back before it too.
+    async fn defer(&mut self, batch: RecordBatch, keys: ArrayRef, last: i64) -> Result<()> {
+        let size = self.masker.placeholders.bytes_read(&batch) + keys.get_array_memory_size();
+        let room = self.deferral.size() + size <= MAX_DEFERRED_BYTES && self.deferral.try_grow(size).is_ok();
+        if room {
+            self.deferred.push_back((batch, keys, size));
+        } else {
             self.read_own_through(last).await?;
             self.deferred.push_back((batch, keys, 0));
         }
+        Ok(())
     }
 
     /// Whether every newer run's keys up to `last` are marked.
@@ -248,10 +257,10 @@ impl KeysPiece {
     }
 }
 
-/// The last of a batch's keys (Int64, not empty).
+/// The last of a batch's keys (Int64); `i64::MIN` for none (batches held back are not empty).
 fn last_of(keys: &ArrayRef) -> i64 {
     let keys = keys.as_primitive::<Int64Type>().values();
-    keys[keys.len() - 1]
+    keys.last().copied().unwrap_or(i64::MIN)
 }
 
 /// A piece's own reader of one newer run's keys in its range, read only as far as the board
