@@ -186,6 +186,7 @@ impl PaimonScanExec {
                     NewerRuns::InRange => "",
                     NewerRuns::Whole(_) => " newer_runs=whole",
                     NewerRuns::KeysOnly(_) => " newer_runs=keys",
+                    NewerRuns::Only(_) => " newer_runs=only",
                 };
                 format!(
                     "{}bucket-{}{keys}{rows}{newer}: files={} runs={}",

@@ -141,8 +141,8 @@ pub(crate) struct Split {
 }
 
 /// How a piece of a section cut over a dense oldest run (`parallel`, read by
-/// `merge::newest_over_dense_base`) reads the runs newer than it. The oldest run is read in the
-/// piece's key range, whatever this says.
+/// `merge::newest_over_dense_base`) reads the runs newer than it. The oldest run, unless the
+/// piece holds none of it (`Only`), is read in the piece's key range.
 #[derive(Debug, Clone, Default)]
 pub(crate) enum NewerRuns {
     /// In the piece's key range, like every other run (any other piece).
@@ -154,6 +154,9 @@ pub(crate) enum NewerRuns {
     /// In the piece's key range, the key column only, and only where the board does not have
     /// them yet: they mask the oldest run, and another piece outputs them.
     KeysOnly(Arc<NewerKeys>),
+    /// As `Whole`, by a piece that holds no row of the oldest run: its section is the newer
+    /// runs alone, and the other pieces read all of the oldest run.
+    Only(Arc<NewerKeys>),
 }
 
 impl Split {

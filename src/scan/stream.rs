@@ -239,7 +239,15 @@ pub(crate) fn section_stream(
             metrics,
         ));
     }
-    if runs.len() == 1 {
+    // (a piece holding the newer runs only marks their keys, even of a single run)
+    let newer_only = matches!(
+        &read,
+        SectionRead::Query {
+            newer: NewerRuns::Only(_),
+            ..
+        }
+    );
+    if runs.len() == 1 && !newer_only {
         let files = runs.into_iter().next().expect("one run");
         let read = RunRead {
             dense_keys: true,
@@ -287,9 +295,18 @@ pub(crate) fn section_stream(
         && deduplicate == Some(false)
         && !need_sequence
         && runs.len() <= MAX_UNORDERED_RUNS;
-    let dense_base = newest_run_wins
-        .then(|| dense_span(ctx, &runs[0], key_range.as_deref()))
-        .flatten();
+    // A piece holding the newer runs only reads them over an empty oldest run, in the span of
+    // its section's board.
+    let mut runs = runs;
+    let dense_base = match &newer {
+        NewerRuns::Only(board) => {
+            runs.insert(0, Vec::new());
+            newest_run_wins.then(|| board.span())
+        }
+        _ => newest_run_wins
+            .then(|| dense_span(ctx, &runs[0], key_range.as_deref()))
+            .flatten(),
+    };
     if !matches!(newer, NewerRuns::InRange) && dense_base.is_none() {
         return Err(datafusion::common::internal_datafusion_err!(
             "a piece of {dir} cut over a dense oldest run is not read over it"
@@ -300,7 +317,9 @@ pub(crate) fn section_stream(
     // finds each run on the board by its sequence numbers (it may hold only some of its files).
     let dense_read = match (&dense_base, &newer) {
         (None, _) => None,
-        (Some(_), NewerRuns::Whole(board)) => Some(NewerRead::Whole(Arc::clone(board))),
+        (Some(_), NewerRuns::Whole(board) | NewerRuns::Only(board)) => {
+            Some(NewerRead::Whole(Arc::clone(board)))
+        }
         (Some(_), NewerRuns::KeysOnly(board)) => {
             let on_board = runs[1..]
                 .iter()
@@ -336,7 +355,7 @@ pub(crate) fn section_stream(
             // the oldest run is read in the piece's range; the newer runs as the piece says
             let (range, read) = match (run, &newer) {
                 (0, _) | (_, NewerRuns::InRange) => (key_range.clone(), RunRead::for_merge(need_sequence)),
-                (_, NewerRuns::Whole(_)) => (None, RunRead::for_merge(need_sequence)),
+                (_, NewerRuns::Whole(_) | NewerRuns::Only(_)) => (None, RunRead::for_merge(need_sequence)),
                 (_, NewerRuns::KeysOnly(_)) => (
                     key_range.clone(),
                     RunRead {

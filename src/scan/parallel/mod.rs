@@ -31,11 +31,13 @@ use datafusion::common::{Result, ScalarValue};
 use super::exec::ScanContext;
 use super::incremental::plan::{ChangeFiles, ChangeSplit};
 use super::row_selection::{wanted_key_units, wanted_rows, KeyRange, KeyUnit};
-use super::split::{run_sequences, NewerRuns, Split, SplitFile};
-use super::stream::dense_base_runs;
+use super::split::{NewerRuns, Split, SplitFile};
 use crate::format::FileFormat;
-use crate::merge::NewerKeys;
 use crate::spec::DataField;
+
+mod over_dense_base;
+
+use over_dense_base::pieces_over_dense_base;
 
 /// Pieces smaller than this are not worth the footer reads and the extra partition.
 pub(crate) const MIN_PIECE_ROWS: i64 = 50_000;
@@ -190,131 +192,6 @@ impl<'a> Pieces<'a> {
         piece.row_piece = Some(at);
         self.done.push(piece);
     }
-}
-
-/// A section a query reads over its dense oldest run (`stream::dense_base_runs`) cut into
-/// `wanted` pieces by key, each with its key range, how it reads the newer runs, and its
-/// estimated rows. Every piece masks its part of the oldest run by the newer runs' keys; the
-/// last also reads the newer runs whole and outputs their survivors, so the others need only
-/// the newer runs' keys in their range. Cut into key ranges alike, every piece would decode
-/// every column of the newer runs' row groups it touches, dictionary pages included (a small
-/// run is one row group, which every cut straddles).
-///
-/// The last piece marks the newer keys on a board the pieces share (`merge::NewerKeys`) as it
-/// decodes them, walking the whole key span while the others walk their part of the oldest
-/// run, so the others find most of their keys marked and decode few of them again. Being the
-/// last (its part of the oldest run read after the newer runs), it stays ahead of the first
-/// piece from the start.
-///
-/// The cuts balance the columns decoded, counting a row of one column as one and the keys as
-/// the board's: each piece but the last takes `x` rows of the oldest run (`c` columns), the
-/// last `x_last` of them and the `n` newer rows (`c` + the key): `x·c = x_last·c + n·(c + 1)`,
-/// `(wanted − 1)·x + x_last = b` for `b` rows of the oldest run. When that leaves the last
-/// piece no row of the oldest run, it is a plain merge of the newer runs, and the others read
-/// their keys themselves.
-/// `None` when the section is not read over a dense oldest run, when a predicate may prune
-/// (key ranges cut from page statistics then skip what it rules out), or when the query reads
-/// no column but the key (a `count(*)`): then the newer runs' keys are all it decodes of them,
-/// and the other pieces would decode them a second time where not marked yet.
-fn pieces_over_dense_base(
-    ctx: &ScanContext,
-    section: &Section,
-    key: &DataField,
-    wanted: usize,
-) -> Option<Vec<OverBasePiece>> {
-    if wanted < 2 || ctx.pruning.is_some() {
-        return None;
-    }
-    let (runs, span) = dense_base_runs(ctx, section, None)?;
-    let (lo, hi) = (*span.start(), *span.end());
-    let base_rows: i64 = runs[0].iter().map(|f| f.row_count).sum();
-    let newer_rows: i64 = runs[1..].iter().flatten().map(|f| f.row_count).sum();
-    let values = ctx
-        .output_columns
-        .iter()
-        .filter(|i| !ctx.key_indices.contains(i))
-        .count();
-    if values == 0 {
-        return None;
-    }
-    let (b, n, pieces, c) = (base_rows as f64, newer_rows as f64, wanted as f64, values as f64);
-    // the other pieces' rows of the oldest run, each; the last piece's
-    let x = ((b * c + n * (c + 1.0)) / (pieces * c)).min(b / (pieces - 1.0));
-    let x_last = (b - (pieces - 1.0) * x).max(0.0);
-    // keys per row of the oldest run (1, unless its files leave gaps between them)
-    let width = (hi - lo + 1) as f64 / b;
-    let mut cuts: Vec<i64> = (1..wanted)
-        .map(|i| lo + (i as f64 * x * width).round() as i64)
-        .collect();
-    cuts.dedup();
-    let key_type = key.data_type.to_arrow();
-    let bound = |key: i64| ScalarValue::Int64(Some(key)).cast_to(&key_type).ok();
-    let seqs = runs[1..].iter().map(|r| run_sequences(r)).collect();
-    let board = Arc::new(NewerKeys::new(span.clone(), seqs).ok()?);
-    // The last piece reads the oldest run above the last cut, unless that leaves it no row:
-    // it is then a plain merge of the newer runs, and the others read their keys themselves.
-    let whole_over_base = x_last >= 1.0 && *cuts.last()? <= hi;
-    if !whole_over_base {
-        cuts.pop();
-    }
-    let mut bounds: Vec<Option<i64>> = std::iter::once(None)
-        .chain(cuts.iter().map(|&c| Some(c)))
-        .collect();
-    if !whole_over_base {
-        bounds.push(None);
-    }
-    let range = |from: Option<i64>, to: Option<i64>| {
-        Some(KeyRange {
-            field_id: key.id,
-            key_type: key_type.clone(),
-            lower: match from {
-                Some(from) => Some(bound(from)?),
-                None => None,
-            },
-            upper: match to {
-                Some(to) => Some(bound(to)?),
-                None => None,
-            },
-            upper_inclusive: false,
-        })
-    };
-    let mut out = Vec::with_capacity(wanted);
-    // the pieces below the last cut: the oldest run in their range, the newer runs' keys
-    for w in bounds.windows(2) {
-        // (one piece over the whole oldest run: every key)
-        let range = match (w[0], w[1]) {
-            (None, None) => None,
-            (from, to) => Some(range(from, to)?),
-        };
-        let piece = match &range {
-            Some(range) => section_in_range(&runs, range),
-            None => runs.clone(),
-        };
-        // (the oldest run must keep a file in the range, or the piece has nothing to mask)
-        let base_first = piece
-            .first()
-            .is_some_and(|run| runs[0].iter().any(|f| f.file_name == run[0].file_name));
-        if !base_first || dense_base_runs(ctx, &piece, range.as_ref()).is_none() {
-            return None;
-        }
-        let rows = (x * (1.0 + n / b)) as i64;
-        out.push((piece, range, NewerRuns::KeysOnly(Arc::clone(&board)), rows));
-    }
-    if !whole_over_base {
-        out.push((runs[1..].to_vec(), None, NewerRuns::InRange, newer_rows));
-        return Some(out);
-    }
-    // the last piece: the oldest run above the last cut, the newer runs whole
-    let range = range(cuts.last().copied(), None)?;
-    let mut piece = section_in_range(&runs[..1], &range);
-    if piece.is_empty() {
-        return None;
-    }
-    piece.extend(runs[1..].iter().cloned());
-    // (the stream reads the piece over its oldest run: it must qualify on its own)
-    dense_base_runs(ctx, &piece, Some(&range))?;
-    out.push((piece, Some(range), NewerRuns::Whole(board), (x_last + n) as i64));
-    Some(out)
 }
 
 /// `files` of the bucket directory `dir` opened with their page indexes, through the
