@@ -348,6 +348,9 @@ pub(crate) fn section_stream(
             Some(NewerRead::Whole(Arc::new(NewerKeys::new(span.clone(), seqs)?)))
         }
     };
+    if let (Some(read), Some(memory)) = (&dense_read, memory) {
+        read.board().charge(memory);
+    }
     let streams: Vec<SendableRecordBatchStream> = runs
         .into_iter()
         .enumerate()

@@ -65,6 +65,15 @@ pub(crate) enum NewerRead {
     },
 }
 
+impl NewerRead {
+    /// The board the newer runs' keys are marked on.
+    pub(crate) fn board(&self) -> &Arc<NewerKeys> {
+        match self {
+            NewerRead::Whole(board) | NewerRead::KeysOnly { board, .. } => board,
+        }
+    }
+}
+
 /// Keeps, for every key, its record in the newest run that holds it, as
 /// [`newest_of_ordered_runs`] does for `base` followed by `newer`, where `base` is the oldest
 /// run and every key of it lies in `span` (the caller knows it from the files' statistics,
@@ -84,9 +93,7 @@ pub(crate) fn newest_over_dense_base(
     let &[key] = options.key_columns.as_slice() else {
         return Err(exec_datafusion_err!("a dense base run needs a single key column"));
     };
-    let board = match &read {
-        NewerRead::Whole(board) | NewerRead::KeysOnly { board, .. } => Arc::clone(board),
-    };
+    let board = Arc::clone(read.board());
     let (board_span, (lo, hi)) = (board.span(), (*span.start(), *span.end()));
     if !board_span.contains(&lo) || !board_span.contains(&hi) {
         return Err(exec_datafusion_err!(

@@ -24,9 +24,10 @@
 
 use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use datafusion::common::{exec_datafusion_err, Result};
+use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool, MemoryReservation};
 
 use super::dense_base::MAX_SPAN;
 use super::shadow::Keep;
@@ -42,6 +43,10 @@ pub(crate) struct NewerKeys {
     runs: Vec<RangeInclusive<i64>>,
     /// Per newer run: every key of it up to this one is marked (`i64::MIN`: none yet).
     marked_through: Vec<AtomicI64>,
+    /// The bits' bytes, charged to the memory pool of the first read that executes ([`charge`]).
+    ///
+    /// [`charge`]: NewerKeys::charge
+    charged: OnceLock<MemoryReservation>,
 }
 
 impl std::fmt::Debug for NewerKeys {
@@ -71,7 +76,27 @@ impl NewerKeys {
             bits: Mutex::new(Vec::new()),
             marked_through: runs.iter().map(|_| AtomicI64::new(i64::MIN)).collect(),
             runs,
+            charged: OnceLock::new(),
         })
+    }
+
+    /// Words of the bitmap (one bit per key of the span).
+    fn words(&self) -> usize {
+        ((self.hi - self.lo) as u64 + 1).div_ceil(64) as usize
+    }
+
+    /// Charges the bits to `pool`, once whichever piece of the section executes first: they are
+    /// allocated by the first mark and live as long as the board. The charge is taken whatever
+    /// the pool's room (at most 8 MiB, [`MAX_SPAN`]): the pieces cannot read without the board,
+    /// and the pool's other consumers then see it taken.
+    pub(crate) fn charge(&self, pool: &Arc<dyn MemoryPool>) {
+        self.charged.get_or_init(|| {
+            let reservation =
+                MemoryConsumer::new(format!("PaimonScan newer keys of {}..={}", self.lo, self.hi))
+                    .register(pool);
+            reservation.grow(self.words() * std::mem::size_of::<u64>());
+            reservation
+        });
     }
 
     /// The span of keys the bits cover.
@@ -88,7 +113,7 @@ impl NewerKeys {
     pub(super) fn mark(&self, keys: &[i64]) {
         let mut bits = self.bits.lock().expect("newer keys");
         if bits.is_empty() {
-            bits.resize(((self.hi - self.lo) as u64 + 1).div_ceil(64) as usize, 0);
+            bits.resize(self.words(), 0);
         }
         let (lo, hi) = (self.lo, self.hi);
         for &key in keys {
@@ -124,5 +149,30 @@ impl NewerKeys {
             true => Keep::unshadowed_run(&bits, (first - self.lo) as u64, keys.len()),
             false => Keep::unshadowed_keys(&bits, keys.iter().map(|k| (k - self.lo) as u64)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::execution::memory_pool::{GreedyMemoryPool, MemoryPool};
+
+    use super::NewerKeys;
+
+    /// The bits are charged once, whichever piece executes first, even past the pool's room,
+    /// and released with the board.
+    #[test]
+    fn the_bits_are_charged_to_the_pool_once() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(100));
+        // keys 0..=999: 16 words of 64 bits
+        let board = NewerKeys::new(0..=999, vec![1..=1]).unwrap();
+        board.charge(&pool);
+        board.charge(&pool);
+        assert_eq!(pool.reserved(), 16 * 8);
+        board.mark(&[3, 999]);
+        assert_eq!(pool.reserved(), 16 * 8, "marking allocates what was charged");
+        drop(board);
+        assert_eq!(pool.reserved(), 0);
     }
 }
