@@ -17,8 +17,8 @@ use crate::spec::DataField;
 /// A section a query reads over its dense oldest run (`stream::dense_base_runs`) cut into
 /// `wanted` pieces by key, each with its key range, how it reads the newer runs, and its
 /// estimated rows. Every piece masks its part of the oldest run by the newer runs' keys; the
-/// last also reads the newer runs whole and outputs their survivors, so the others need only
-/// the newer runs' keys in their range. Cut into key ranges alike, every piece would decode
+/// last also (or only) reads the newer runs whole and outputs their survivors, so the others
+/// need only the newer runs' keys in their range. Cut into key ranges alike, every piece would decode
 /// every column of the newer runs' row groups it touches, dictionary pages included (a small
 /// run is one row group, which every cut straddles).
 ///
@@ -33,9 +33,9 @@ use crate::spec::DataField;
 /// as the board's: each piece but the last takes `x` rows of the oldest run (`c` columns), the
 /// last `x_last` of them and the `n` newer rows (`c` + the key): `x·c = x_last·c + r·n·(c + 1)`,
 /// `(wanted − 1)·x + x_last = b` for `b` rows of the oldest run. When that leaves the last
-/// piece no row of the oldest run (or fewer than [`MIN_PIECE_ROWS`]), it holds the newer runs only (`NewerRuns::Only`) and the
-/// others share all of the oldest run. Its dictionary pages are then decoded once, where a cut
-/// through a row group has both pieces decode them.
+/// piece no row of the oldest run (or fewer than [`MIN_PIECE_ROWS`]), it holds the newer runs
+/// only (`NewerRuns::Only`) and the others share all of the oldest run. Its dictionary pages
+/// are then decoded once, where a cut through a row group has both pieces decode them.
 /// `None` when the section is not read over a dense oldest run, when a predicate may prune
 /// (key ranges cut from page statistics then skip what it rules out), or when the query reads
 /// no column but the key (a `count(*)`): then the newer runs' keys are all it decodes of them,
@@ -51,8 +51,6 @@ pub(super) fn pieces_over_dense_base(
     }
     let (runs, span) = dense_base_runs(ctx, section, None)?;
     let (lo, hi) = (*span.start(), *span.end());
-    let base_rows: i64 = runs[0].iter().map(|f| f.row_count).sum();
-    let newer_rows: i64 = runs[1..].iter().flatten().map(|f| f.row_count).sum();
     let values = ctx
         .output_columns
         .iter()
@@ -67,13 +65,12 @@ pub(super) fn pieces_over_dense_base(
             bytes: w.bytes + f.file_size,
         })
     };
-    let (x, x_last) = oldest_run_shares(
+    let (oldest, newer) = (
         weight(&mut runs[0].iter()),
         weight(&mut runs[1..].iter().flatten()),
-        values,
-        wanted,
     );
-    let b = base_rows as f64;
+    let (x, x_last) = oldest_run_shares(oldest, newer, values, wanted);
+    let (b, newer_rows) = (oldest.rows as f64, newer.rows);
     // keys per row of the oldest run (1, unless its files leave gaps between them)
     let width = (hi - lo + 1) as f64 / b;
     let mut cuts: Vec<i64> = (1..wanted)
