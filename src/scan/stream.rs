@@ -239,15 +239,12 @@ pub(crate) fn section_stream(
             metrics,
         ));
     }
+    let (newer, memory) = match &read {
+        SectionRead::Query { newer, memory } => (newer.clone(), Some(memory)),
+        SectionRead::Diff => (NewerRuns::InRange, None),
+    };
     // (a piece holding the newer runs only marks their keys, even of a single run)
-    let newer_only = matches!(
-        &read,
-        SectionRead::Query {
-            newer: NewerRuns::Only(_),
-            ..
-        }
-    );
-    if runs.len() == 1 && !newer_only {
+    if runs.len() == 1 && !matches!(newer, NewerRuns::Only(_)) {
         let files = runs.into_iter().next().expect("one run");
         let read = RunRead {
             dense_keys: true,
@@ -287,10 +284,6 @@ pub(crate) fn section_stream(
     // Runs in sequence order and a reader that needs no key order: a record survives unless a
     // newer run holds its key (`merge::newest_of_ordered_runs`). `ignore-delete` lets an older
     // record win over a newer retraction: merged.
-    let (newer, memory) = match &read {
-        SectionRead::Query { newer, memory } => (newer.clone(), Some(memory)),
-        SectionRead::Diff => (NewerRuns::InRange, None),
-    };
     let newest_run_wins = matches!(read, SectionRead::Query { .. })
         && deduplicate == Some(false)
         && !need_sequence

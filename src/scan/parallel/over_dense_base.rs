@@ -59,16 +59,7 @@ pub(super) fn pieces_over_dense_base(
     if values == 0 {
         return None;
     }
-    let weight = |files: &mut dyn Iterator<Item = &SplitFile>| {
-        files.fold(RunWeight::default(), |w, f| RunWeight {
-            rows: w.rows + f.row_count,
-            bytes: w.bytes + f.file_size,
-        })
-    };
-    let (oldest, newer) = (
-        weight(&mut runs[0].iter()),
-        weight(&mut runs[1..].iter().flatten()),
-    );
+    let (oldest, newer) = (RunWeight::of(&runs[0]), RunWeight::of(runs[1..].iter().flatten()));
     let (x, x_last) = oldest_run_shares(oldest, newer, values, wanted);
     let (b, newer_rows) = (oldest.rows as f64, newer.rows);
     // keys per row of the oldest run (1, unless its files leave gaps between them)
@@ -157,6 +148,15 @@ pub(super) fn pieces_over_dense_base(
 struct RunWeight {
     rows: i64,
     bytes: u64,
+}
+
+impl RunWeight {
+    fn of<'a>(files: impl IntoIterator<Item = &'a SplitFile>) -> Self {
+        files.into_iter().fold(RunWeight::default(), |w, f| RunWeight {
+            rows: w.rows + f.row_count,
+            bytes: w.bytes + f.file_size,
+        })
+    }
 }
 
 /// The rows of the oldest run each piece but the last takes (`x`) and the last (`x_last`), for
