@@ -2,8 +2,9 @@
 //! bulk load of ids writes them), for reads that need no key order.
 //!
 //! ```text
-//! newer runs, whole ──► tap: each key sets its bit on the board ([`NewerKeys`]) ──►
-//!                       newest_of_ordered_runs (their survivors, which come out first)
+//! newer runs, whole ──► their merge, as newest_of_ordered_runs (their survivors, which come
+//!                       out first), setting each chunk's keys on the board ([`NewerKeys`])
+//!                       from the chunk's own bitmap, a word at a time
 //! base run ──► once the newer runs are spent: a row survives unless its key's bit is set
 //!              (64 rows a word, from the bitmap as it is) ──► one filter kernel per batch
 //!
@@ -26,8 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::{ArrayRef, AsArray, RecordBatch};
-use arrow::compute::cast;
-use arrow::datatypes::{DataType, Int64Type, Int8Type, SchemaRef};
+use arrow::datatypes::{Int64Type, Int8Type, SchemaRef};
 use datafusion::common::{exec_datafusion_err, Result};
 use datafusion::execution::memory_pool::MemoryReservation;
 use datafusion::execution::SendableRecordBatchStream;
@@ -35,7 +35,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::{StreamExt, TryStreamExt};
 
 use super::newer_keys::NewerKeys;
-use super::{newest_of_ordered_runs, Placeholders};
+use super::{integer_keys, newest_of_runs_marking, Placeholders};
 use crate::merge::{MergeMetrics, MergeOptions};
 
 /// The largest span of base keys given a bitmap (64 Mi keys: 8 MiB).
@@ -131,32 +131,16 @@ pub(crate) fn newest_over_dense_base(
         });
         return Ok(Box::pin(RecordBatchStreamAdapter::new(schema, output)));
     };
-    // every record of a newer run shadows the base's record of its key, whatever its kind
-    let tapped: Vec<SendableRecordBatchStream> = newer
-        .into_iter()
-        .enumerate()
-        .map(|(run, stream)| {
-            let schema = stream.schema();
-            let (board, done) = (Arc::clone(&board), Arc::clone(&board));
-            let marked = stream
-                .and_then(move |batch| {
-                    let marked = integer_keys(&batch, key).map(|keys| {
-                        let keys = keys.as_primitive::<Int64Type>().values();
-                        board.mark(keys);
-                        if let Some(&last) = keys.last() {
-                            board.publish(run, last);
-                        }
-                    });
-                    futures::future::ready(marked.map(|()| batch))
-                })
-                .chain(futures::stream::poll_fn(move |_| {
-                    done.publish(run, i64::MAX);
-                    std::task::Poll::Ready(None)
-                }));
-            Box::pin(RecordBatchStreamAdapter::new(schema, marked)) as SendableRecordBatchStream
-        })
-        .collect();
-    let newer = newest_of_ordered_runs(Arc::clone(&schema), tapped, options, metrics, read_columns)?;
+    // every record of a newer run shadows the base's record of its key, whatever its kind: the
+    // merge of the newer runs marks them all
+    let newer = newest_of_runs_marking(
+        Arc::clone(&schema),
+        newer,
+        options,
+        metrics,
+        read_columns,
+        Some(board),
+    )?;
     // (`chain` polls the base only once the newer runs are spent: the bitmap is complete)
     let base = base
         .map(move |batch| {
@@ -356,13 +340,4 @@ impl BaseMasker {
         metrics.merge_time.add_elapsed(start);
         Ok(out)
     }
-}
-
-/// The key column of `batch` as Int64 (an integer key of any width).
-fn integer_keys(batch: &RecordBatch, key: usize) -> Result<ArrayRef> {
-    let column = batch.column(key);
-    if column.null_count() > 0 {
-        return Err(exec_datafusion_err!("a primary key column holds NULL"));
-    }
-    Ok(cast(column, &DataType::Int64)?)
 }

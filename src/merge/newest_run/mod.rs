@@ -28,11 +28,11 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow::array::{new_null_array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
-use arrow::compute::FilterBuilder;
-use arrow::datatypes::SchemaRef;
+use arrow::array::{new_null_array, ArrayRef, AsArray, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow::compute::{cast, FilterBuilder};
+use arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use arrow::row::RowConverter;
-use datafusion::common::{Result, ScalarValue};
+use datafusion::common::{exec_datafusion_err, internal_datafusion_err, Result, ScalarValue};
 use datafusion::execution::SendableRecordBatchStream;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 
@@ -66,7 +66,27 @@ pub(crate) fn newest_of_ordered_runs(
     metrics: MergeMetrics,
     read_columns: Option<&[usize]>,
 ) -> Result<SendableRecordBatchStream> {
+    newest_of_runs_marking(schema, runs, options, metrics, read_columns, None)
+}
+
+/// [`newest_of_ordered_runs`], marking every key of every run on `board` as the chunks pass
+/// (run `i` being the board's run `i`), and publishing after each chunk how far each run is
+/// marked: the newer runs over a dense oldest run ([`dense_base`]). A chunk whose keys took a
+/// bitmap is marked from it a word at a time.
+fn newest_of_runs_marking(
+    schema: SchemaRef,
+    runs: Vec<SendableRecordBatchStream>,
+    options: MergeOptions,
+    metrics: MergeMetrics,
+    read_columns: Option<&[usize]>,
+    board: Option<Arc<NewerKeys>>,
+) -> Result<SendableRecordBatchStream> {
     let converter = super::validate(&schema, &options)?;
+    if board.is_some() && options.key_columns.len() != 1 {
+        return Err(exec_datafusion_err!(
+            "newer runs marked on a board need a single key column"
+        ));
+    }
     let placeholders = Placeholders::new(&schema, read_columns);
     let state = NewestRuns {
         fronts: runs.iter().map(|_| None).collect(),
@@ -78,6 +98,7 @@ pub(crate) fn newest_of_ordered_runs(
         ready: VecDeque::new(),
         scratch: Scratch::default(),
         placeholders,
+        board,
     };
     let output = futures::stream::try_unfold(state, |mut state| async move {
         Ok(state.next_batch().await?.map(|batch| (batch, state)))
@@ -118,6 +139,8 @@ struct NewestRuns {
     ready: VecDeque<RecordBatch>,
     scratch: Scratch,
     placeholders: Placeholders,
+    /// Where every key is marked ([`newest_of_runs_marking`]).
+    board: Option<Arc<NewerKeys>>,
 }
 
 impl NewestRuns {
@@ -147,6 +170,10 @@ impl NewestRuns {
                 self.spent[run] = Some(front.cursor);
             }
             let Some(batch) = next_non_empty(&mut self.runs[run]).await? else {
+                // every row of the run went through a chunk before: all its keys are marked
+                if let Some(board) = &self.board {
+                    board.publish(run, i64::MAX);
+                }
                 continue;
             };
             let o = &self.options;
@@ -192,10 +219,33 @@ impl NewestRuns {
             }
         }
         let fronts: Vec<&Front> = live.iter().filter_map(|&run| self.fronts[run].as_ref()).collect();
-        let (ends, keeps) = match narrow {
-            true => shadow_narrow(&fronts, &mut self.scratch),
+        let mark_all = self.board.is_some();
+        let Shadowed {
+            ends,
+            keeps,
+            frontier,
+            bitmap_from,
+        } = match narrow {
+            true => shadow_narrow(&fronts, &mut self.scratch, mark_all)?,
             false => shadow_sorted(&fronts, &mut self.scratch),
         };
+        if let Some(board) = &self.board {
+            let key = self.options.key_columns[0];
+            let key_at = |(front, row): (usize, usize)| key_at(&fronts[front].batch, key, row);
+            match bitmap_from {
+                Some(first) => board.mark_bits(key_at(first)?, &self.scratch.bits),
+                None => {
+                    for (front, &end) in fronts.iter().zip(&ends) {
+                        let keys = integer_keys(&front.batch.slice(front.pos, end - front.pos), key)?;
+                        board.mark(keys.as_primitive::<Int64Type>().values());
+                    }
+                }
+            }
+            let through = key_at(frontier)?;
+            for &run in &live {
+                board.publish(run, through);
+            }
+        }
         // Each run's filter: kept unless shadowed, and unless a retraction the view drops.
         let keep_retracts = self.options.keep_retracts;
         let (mut shadowed, mut dropped) = (0, 0);
@@ -223,33 +273,62 @@ impl NewestRuns {
     }
 }
 
-/// For runs whose keys are all narrow ([`RunCursor::narrow`]): each run's rows up to the
-/// frontier (the end of each), and which of them no newer run shadows.
-fn shadow_narrow(fronts: &[&Front], scratch: &mut Scratch) -> (Vec<usize>, Vec<Keep>) {
+/// What a chunk's shadowing found: each run's rows up to the frontier (the end of each), and
+/// which of them no newer run shadows.
+struct Shadowed {
+    ends: Vec<usize>,
+    keeps: Vec<Keep>,
+    /// The frontier's row: (front, row) of the largest key every run is decided through.
+    frontier: (usize, usize),
+    /// When the keys took a bitmap ([`clear_shared_dense`], in `Scratch::bits`): the row of its
+    /// first key.
+    bitmap_from: Option<(usize, usize)>,
+}
+
+/// For runs whose keys are all narrow ([`RunCursor::narrow`]). `mark_all`: a bitmap also
+/// takes the oldest run's keys, so it holds every key of the chunk.
+fn shadow_narrow(fronts: &[&Front], scratch: &mut Scratch, mark_all: bool) -> Result<Shadowed> {
     let keys: Vec<&[u64]> = fronts
         .iter()
         .map(|f| &f.cursor.narrow().expect("narrow keys")[f.pos..])
         .collect();
-    let frontier = keys.iter().filter_map(|keys| keys.last()).min().copied();
+    let (frontier_front, frontier) = keys
+        .iter()
+        .enumerate()
+        .filter_map(|(front, keys)| Some((front, *keys.last()?)))
+        .min_by_key(|&(_, key)| key)
+        .ok_or_else(|| internal_datafusion_err!("a chunk of runs without rows left"))?;
     let keys: Vec<&[u64]> = keys
         .into_iter()
-        .map(|keys| &keys[..keys.partition_point(|&key| Some(key) <= frontier)])
+        .map(|keys| &keys[..keys.partition_point(|&key| key <= frontier)])
         .collect();
     let ends: Vec<usize> = fronts.iter().zip(&keys).map(|(f, k)| f.pos + k.len()).collect();
     let mut keeps = new_keeps(fronts, &ends);
-    if !clear_shared_dense(&keys, &mut keeps, &mut scratch.bits) {
+    let dense = clear_shared_dense(&keys, &mut keeps, &mut scratch.bits, mark_all);
+    if !dense {
         clear_shared_exact(&keys, &mut keeps, &mut scratch.seen_narrow);
     }
-    (ends, keeps)
+    let first = keys
+        .iter()
+        .enumerate()
+        .filter_map(|(front, keys)| Some((front, *keys.first()?)))
+        .min_by_key(|&(_, key)| key)
+        .map(|(front, _)| (front, fronts[front].pos));
+    Ok(Shadowed {
+        ends,
+        keeps,
+        frontier: (frontier_front, fronts[frontier_front].cursor.len() - 1),
+        bitmap_from: first.filter(|_| dense),
+    })
 }
 
-/// [`shadow_narrow`] for runs compared by sort keys.
-fn shadow_sorted(fronts: &[&Front], scratch: &mut Scratch) -> (Vec<usize>, Vec<Keep>) {
-    let mut frontier = fronts[0];
-    for front in &fronts[1..] {
+/// [`shadow_narrow`] for runs compared by sort keys (never by a bitmap).
+fn shadow_sorted(fronts: &[&Front], scratch: &mut Scratch) -> Shadowed {
+    let (mut frontier_front, mut frontier) = (0, fronts[0]);
+    for (i, front) in fronts.iter().enumerate().skip(1) {
         let (a, b) = (&front.cursor, &frontier.cursor);
         if a.cmp_rows(a.len() - 1, b, b.len() - 1).is_lt() {
-            frontier = front;
+            (frontier_front, frontier) = (i, front);
         }
     }
     let (bound, bound_row) = (&frontier.cursor, frontier.cursor.len() - 1);
@@ -270,7 +349,7 @@ fn shadow_sorted(fronts: &[&Front], scratch: &mut Scratch) -> (Vec<usize>, Vec<K
     // (narrowed keys are exact: checked first, they halve the width of each comparison)
     if narrow_keys(&sort_keys, &mut scratch.narrow) {
         let narrow: Vec<&[u64]> = scratch.narrow.iter().map(Vec::as_slice).collect();
-        if !clear_shared_dense(&narrow, &mut keeps, &mut scratch.bits) {
+        if !clear_shared_dense(&narrow, &mut keeps, &mut scratch.bits, false) {
             clear_shared_exact(&narrow, &mut keeps, &mut scratch.seen_narrow);
         }
     } else if sort_keys.iter().all(|keys| keys.iter().all(|k| k & LONG != LONG)) {
@@ -283,7 +362,18 @@ fn shadow_sorted(fronts: &[&Front], scratch: &mut Scratch) -> (Vec<usize>, Vec<K
             }
         }
     }
-    (ends, keeps)
+    Shadowed {
+        ends,
+        keeps,
+        frontier: (frontier_front, bound_row),
+        bitmap_from: None,
+    }
+}
+
+/// The key of `batch`'s row `row`, as Int64 (an integer key of any width).
+fn key_at(batch: &RecordBatch, key: usize, row: usize) -> Result<i64> {
+    let keys = integer_keys(&batch.slice(row, 1), key)?;
+    Ok(keys.as_primitive::<Int64Type>().value(0))
 }
 
 /// Every row of each run up to its end kept, except a key the run repeats: its later record
@@ -423,6 +513,15 @@ fn narrow_keys(runs: &[&[u128]], out: &mut Vec<Vec<u64>>) -> bool {
         );
     }
     true
+}
+
+/// The key column of `batch` as Int64 (an integer key of any width).
+fn integer_keys(batch: &RecordBatch, key: usize) -> Result<ArrayRef> {
+    let column = batch.column(key);
+    if column.null_count() > 0 {
+        return Err(exec_datafusion_err!("a primary key column holds NULL"));
+    }
+    Ok(cast(column, &DataType::Int64)?)
 }
 
 #[cfg(test)]

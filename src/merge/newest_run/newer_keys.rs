@@ -2,7 +2,7 @@
 //! oldest run's span, shared by the pieces the section is cut into (`scan::parallel`).
 //!
 //! ```text
-//! piece reading the newer runs whole ── marks each batch's keys, then publishes, per run,
+//! piece reading the newer runs whole ── marks each chunk's keys, then publishes, per run,
 //!                                       "every key of this run up to k is marked"
 //!                                                   │
 //! other pieces (the oldest run below it) ── before masking a batch of the oldest run up to key
@@ -124,6 +124,37 @@ impl NewerKeys {
         }
     }
 
+    /// Sets the bit of key `first + i` for every bit `i` set in `bits`, within the span: a
+    /// chunk's bitmap ([`super::shadow::clear_shared_dense`]), a word at a time.
+    pub(super) fn mark_bits(&self, first: i64, bits: &[u64]) {
+        let mut board = self.bits.lock().expect("newer keys");
+        if board.is_empty() {
+            board.resize(self.words(), 0);
+        }
+        let span_bits = (self.hi - self.lo) as i128 + 1;
+        // the board's bit of `bits`' bit 0 (may lie before the span)
+        let start = i128::from(first) - i128::from(self.lo);
+        for (i, &word) in bits.iter().enumerate() {
+            let at = start + 64 * i as i128;
+            if word == 0 || at + 64 <= 0 || at >= span_bits {
+                continue;
+            }
+            let (index, shift) = (at.div_euclid(64), at.rem_euclid(64) as u32);
+            // the word's low bits land in board word `index`, its high bits in the next
+            if index >= 0 {
+                board[index as usize] |= word << shift;
+            }
+            if shift > 0 && index + 1 < board.len() as i128 {
+                board[(index + 1) as usize] |= word >> (64 - shift);
+            }
+        }
+        // (keys past the span in its last word are never asked for; kept clear all the same)
+        let tail = (span_bits % 64) as u32;
+        if let (Some(last), true) = (board.last_mut(), tail > 0) {
+            *last &= (1 << tail) - 1;
+        }
+    }
+
     /// Every key of newer run `run` up to `key` is marked (`i64::MAX`: all of them).
     pub(super) fn publish(&self, run: usize, key: i64) {
         self.marked_through[run].fetch_max(key, Ordering::Release);
@@ -174,5 +205,31 @@ mod tests {
         assert_eq!(pool.reserved(), 16 * 8, "marking allocates what was charged");
         drop(board);
         assert_eq!(pool.reserved(), 0);
+    }
+
+    /// A chunk's bitmap marks the keys its bits stand for, wherever it starts: before the span,
+    /// inside it (on a word boundary or not) or across its end, as marking each key does.
+    #[test]
+    fn marking_from_a_bitmap_matches_marking_each_key() {
+        let span = 10..=1009;
+        // bits 0, 1, 63, 64, 100 and 127..=191 of a three-word bitmap
+        let mut bits = vec![0u64; 3];
+        let set: Vec<i64> = [0, 1, 63, 64, 100].into_iter().chain(127..=191).collect();
+        for &i in &set {
+            bits[(i / 64) as usize] |= 1 << (i % 64);
+        }
+        for first in [
+            -200, -130, -64, 9, 10, 11, 73, 74, 500, 900, 1000, 1009, 1010, 5000,
+        ] {
+            let (by_bits, by_key) = (
+                NewerKeys::new(span.clone(), vec![]).unwrap(),
+                NewerKeys::new(span.clone(), vec![]).unwrap(),
+            );
+            by_bits.mark_bits(first, &bits);
+            let keys: Vec<i64> = set.iter().map(|i| first + i).collect();
+            by_key.mark(&keys);
+            let (a, b) = (by_bits.bits.lock().unwrap(), by_key.bits.lock().unwrap());
+            assert_eq!(*a, *b, "bitmap from key {first}");
+        }
     }
 }

@@ -143,7 +143,15 @@ pub(super) fn clear_shared_exact<K: Copy + Ord>(runs: &[&[K]], keeps: &mut [Keep
 /// usual ids): one bit per possible key between the chunk's smallest and largest, so each key
 /// is one independent bit test and set instead of a step of a merge that waits on the previous
 /// one. `false` (nothing done) when the keys are too sparse for that.
-pub(super) fn clear_shared_dense(runs: &[&[u64]], keeps: &mut [Keep], bits: &mut Vec<u64>) -> bool {
+///
+/// Then `bits` holds, from the chunk's smallest key on, the keys of every run but the oldest;
+/// `mark_oldest` adds the oldest run's too (every key of the chunk, for a board).
+pub(super) fn clear_shared_dense(
+    runs: &[&[u64]],
+    keeps: &mut [Keep],
+    bits: &mut Vec<u64>,
+    mark_oldest: bool,
+) -> bool {
     let lo = runs.iter().filter_map(|keys| keys.first()).min();
     let hi = runs.iter().filter_map(|keys| keys.last()).max();
     let (Some(&lo), Some(&hi)) = (lo, hi) else {
@@ -175,7 +183,7 @@ pub(super) fn clear_shared_dense(runs: &[&[u64]], keeps: &mut [Keep], bits: &mut
                 keeps[r].clear_word(word, shadowed);
             }
         }
-        if r > 0 {
+        if r > 0 || mark_oldest {
             for key in keys.iter() {
                 let at = key - lo;
                 bits[(at / 64) as usize] |= 1 << (at % 64);
@@ -246,7 +254,7 @@ mod tests {
         let runs: [&[u64]; 3] = [&[1, 2, 3, 5, 8, 13], &[2, 3, 4, 13], &[3, 5, 14]];
         let fresh = || runs.iter().map(|r| Keep::all(r.len())).collect::<Vec<_>>();
         let mut dense = fresh();
-        assert!(clear_shared_dense(&runs, &mut dense, &mut Vec::new()));
+        assert!(clear_shared_dense(&runs, &mut dense, &mut Vec::new(), false));
         let mut merged = fresh();
         clear_shared_exact(&runs, &mut merged, &mut [Vec::new(), Vec::new()]);
         assert_eq!(dense, merged);
@@ -263,7 +271,8 @@ mod tests {
         assert!(!clear_shared_dense(
             &sparse,
             &mut [Keep::all(2), Keep::all(1)],
-            &mut Vec::new()
+            &mut Vec::new(),
+            false
         ));
     }
 
@@ -291,7 +300,7 @@ mod tests {
             let runs: [&[u64]; 3] = [&older, &middle, &newest];
             let naive = survivors(&runs);
             let mut dense: Vec<Keep> = runs.iter().map(|r| Keep::all(r.len())).collect();
-            assert!(clear_shared_dense(&runs, &mut dense, &mut Vec::new()));
+            assert!(clear_shared_dense(&runs, &mut dense, &mut Vec::new(), false));
             let bools: Vec<Vec<bool>> = dense.iter().map(Keep::to_bools).collect();
             assert_eq!(bools, naive, "offset {offset}");
         }
@@ -312,7 +321,7 @@ mod tests {
         let naive = survivors(&runs);
         let fresh = || runs.iter().map(|r| Keep::all(r.len())).collect::<Vec<_>>();
         let mut dense = fresh();
-        assert!(clear_shared_dense(&runs, &mut dense, &mut Vec::new()));
+        assert!(clear_shared_dense(&runs, &mut dense, &mut Vec::new(), false));
         let mut merged = fresh();
         clear_shared_exact(&runs, &mut merged, &mut [Vec::new(), Vec::new()]);
         for keeps in [dense, merged] {
