@@ -15,6 +15,8 @@ use datafusion::common::{exec_datafusion_err, Result, ScalarValue};
 use futures::TryStreamExt;
 use object_store::path::Path;
 use object_store::ObjectStore;
+use parquet::file::metadata::ParquetMetaData;
+use parquet::file::statistics::Statistics;
 
 use super::dense_rows::dense_rows;
 use super::row_selection::{wanted_rows, KeyRange, StatsPruning};
@@ -287,6 +289,12 @@ pub(crate) async fn read_opened_file(
             ColumnSource::Missing(_) | ColumnSource::Dense(_) => None,
         })
         .collect();
+    let constant_kind = match layout.with_system_columns {
+        true => opened
+            .parquet_metadata()
+            .and_then(|metadata| constant_kind(metadata)),
+        false => None,
+    };
     if layout.with_system_columns {
         for sys in [SEQUENCE_NUMBER, VALUE_KIND] {
             if file_arrow.index_of(sys).is_err() {
@@ -294,7 +302,11 @@ pub(crate) async fn read_opened_file(
                     "Data file {shown} has no {sys} column; it is not a primary-key data file"
                 ));
             }
-            if sys == VALUE_KIND || file.need_sequence {
+            let needed = match sys {
+                VALUE_KIND => constant_kind.is_none(),
+                _ => file.need_sequence,
+            };
+            if needed {
                 wanted.push(sys.to_string());
             }
         }
@@ -333,6 +345,7 @@ pub(crate) async fn read_opened_file(
     };
     let mut fill = FillColumns {
         dense,
+        kinds: constant_kind.map(|kind| (kind, None)),
         ..FillColumns::default()
     };
     Ok(stream.and_then(move |batch| {
@@ -353,6 +366,9 @@ struct FillColumns {
     /// By layout column; the longest array built so far.
     nulls: Vec<Option<ArrayRef>>,
     zero_sequences: Option<ArrayRef>,
+    /// The kind of every row of a file whose kinds are not decoded ([`constant_kind`]), and its
+    /// column.
+    kinds: Option<(i8, Option<ArrayRef>)>,
     /// The dense key's first value and the positions of the rows still to come.
     dense: Option<(i64, RowPositions)>,
 }
@@ -430,11 +446,46 @@ impl FillColumns {
         cast_column(&keys, target)
     }
 
+    /// The kinds of the next `rows` rows of a file whose rows all hold one kind.
+    fn constant_kinds(&mut self, rows: usize) -> Result<ArrayRef> {
+        let (kind, column) = self
+            .kinds
+            .as_mut()
+            .ok_or_else(|| exec_datafusion_err!("A data file's row kinds are neither decoded nor known"))?;
+        let kind = *kind;
+        Ok(Self::sliced(column, rows, || {
+            Arc::new(arrow::array::Int8Array::new(vec![kind; rows].into(), None))
+        }))
+    }
+
     fn zero_sequences(&mut self, rows: usize) -> ArrayRef {
         Self::sliced(&mut self.zero_sequences, rows, || {
             Arc::new(arrow::array::Int64Array::new(vec![0i64; rows].into(), None))
         })
     }
+}
+
+/// The row kind every row of a Parquet data file holds, when the statistics of its
+/// `_VALUE_KIND` column say so: in every row group the smallest and the largest kind are the same
+/// one, and no kind is null. The column is then filled in rather than decoded: a file of inserts
+/// only (most are) costs a read nothing for its kinds. `None` when any row group lacks these
+/// statistics or the kinds differ.
+fn constant_kind(metadata: &ParquetMetaData) -> Option<i8> {
+    let schema = metadata.file_metadata().schema_descr();
+    let column = (0..schema.num_columns()).find(|&i| schema.column(i).path().string() == VALUE_KIND)?;
+    let required = schema.column(column).max_def_level() == 0;
+    let mut kinds = metadata.row_groups().iter().map(|row_group| {
+        let Some(Statistics::Int32(stats)) = row_group.column(column).statistics() else {
+            return None;
+        };
+        let no_nulls = required || stats.null_count_opt() == Some(0);
+        match (stats.min_opt(), stats.max_opt()) {
+            (Some(min), Some(max)) if min == max && no_nulls => i8::try_from(*min).ok(),
+            _ => None,
+        }
+    });
+    let first = kinds.next()??;
+    kinds.all(|kind| kind == Some(first)).then_some(first)
 }
 
 /// Renames, casts and fills one file batch into the read layout.
@@ -463,10 +514,11 @@ fn adapt_batch(
             // Not decoded (single-run read): nothing downstream compares sequence numbers.
             Err(_) => fill.zero_sequences(rows),
         });
-        columns.push(cast_column(
-            batch.column(schema.index_of(VALUE_KIND)?),
-            &ArrowType::Int8,
-        )?);
+        columns.push(match schema.index_of(VALUE_KIND) {
+            Ok(i) => cast_column(batch.column(i), &ArrowType::Int8)?,
+            // Not decoded: every row of the file holds the same kind ([`constant_kind`]).
+            Err(_) => fill.constant_kinds(rows)?,
+        });
     }
     let options = RecordBatchOptions::new().with_row_count(Some(rows));
     Ok(RecordBatch::try_new_with_options(
@@ -561,5 +613,87 @@ mod tests {
         let zeros = fill.zero_sequences(10);
         assert_eq!(zeros.as_primitive::<Int64Type>().values().to_vec(), vec![0; 10]);
         assert_eq!(buffer(fill.zero_sequences(3).as_ref()), buffer(zeros.as_ref()));
+    }
+
+    /// A Parquet file of `row_groups` (the kinds of each), its statistics on or off.
+    fn kinds_file(row_groups: &[&[i8]], statistics: bool) -> parquet::file::metadata::ParquetMetaData {
+        use std::sync::Arc;
+
+        use arrow::array::{Int8Array, RecordBatch};
+        use arrow::datatypes::{Field, Schema};
+        use parquet::arrow::ArrowWriter;
+        use parquet::file::properties::{EnabledStatistics, WriterProperties};
+        use parquet::file::reader::FileReader;
+
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            crate::spec::VALUE_KIND,
+            DataType::Int8,
+            false,
+        )]));
+        let level = match statistics {
+            true => EnabledStatistics::Chunk,
+            false => EnabledStatistics::None,
+        };
+        let properties = WriterProperties::builder().set_statistics_enabled(level).build();
+        let mut bytes = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut bytes, Arc::clone(&schema), Some(properties)).unwrap();
+        for kinds in row_groups {
+            let column = Arc::new(Int8Array::from(kinds.to_vec()));
+            writer
+                .write(&RecordBatch::try_new(Arc::clone(&schema), vec![column]).unwrap())
+                .unwrap();
+            writer.flush().unwrap();
+        }
+        writer.close().unwrap();
+        let reader =
+            parquet::file::serialized_reader::SerializedFileReader::new(bytes::Bytes::from(bytes)).unwrap();
+        reader.metadata().clone()
+    }
+
+    /// The kinds of a file are known without decoding only when the statistics of every row
+    /// group hold one and the same kind.
+    #[test]
+    fn a_file_of_one_kind_by_its_statistics() {
+        use super::constant_kind;
+        assert_eq!(constant_kind(&kinds_file(&[&[0, 0, 0]], true)), Some(0));
+        assert_eq!(
+            constant_kind(&kinds_file(&[&[3, 3], &[3]], true)),
+            Some(3),
+            "deletes only"
+        );
+        assert_eq!(
+            constant_kind(&kinds_file(&[&[0, 3, 0]], true)),
+            None,
+            "a delete among inserts"
+        );
+        assert_eq!(
+            constant_kind(&kinds_file(&[&[0, 0], &[2, 2]], true)),
+            None,
+            "row groups differ"
+        );
+        assert_eq!(
+            constant_kind(&kinds_file(&[&[0, 0]], false)),
+            None,
+            "no statistics"
+        );
+    }
+
+    /// A file's known kind fills the column, shared across batches.
+    #[test]
+    fn known_kinds_are_filled() {
+        let mut fill = FillColumns {
+            kinds: Some((3, None)),
+            ..FillColumns::default()
+        };
+        let kinds = fill.constant_kinds(4).unwrap();
+        assert_eq!(
+            kinds
+                .as_primitive::<arrow::datatypes::Int8Type>()
+                .values()
+                .to_vec(),
+            vec![3; 4]
+        );
+        assert_eq!(fill.constant_kinds(2).unwrap().len(), 2);
+        assert!(FillColumns::default().constant_kinds(1).is_err());
     }
 }
