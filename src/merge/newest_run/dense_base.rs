@@ -145,7 +145,7 @@ pub(crate) fn newest_over_dense_base(
     let base = base
         .map(move |batch| {
             let batch = batch?;
-            let keys = integer_keys(&batch, key)?;
+            let keys = integer_keys(batch.column(key))?;
             masker.mask(&batch, keys.as_primitive::<Int64Type>().values())
         })
         .try_filter_map(|batch| futures::future::ready(Ok(batch)));
@@ -188,7 +188,7 @@ impl KeysPiece {
                     if batch.num_rows() == 0 {
                         continue;
                     }
-                    let keys = integer_keys(&batch, self.key)?;
+                    let keys = integer_keys(batch.column(self.key))?;
                     let last = last_of(&keys);
                     if !(self.deferred.is_empty() && self.covered(last)) {
                         self.defer(batch, keys, last).await?;
@@ -273,7 +273,7 @@ impl OwnKeys {
             };
             match run.next().await.transpose()? {
                 Some(batch) => {
-                    let keys = integer_keys(&batch, key)?;
+                    let keys = integer_keys(batch.column(key))?;
                     let keys = keys.as_primitive::<Int64Type>().values();
                     board.mark(keys);
                     self.through = keys.last().copied().unwrap_or(self.through);

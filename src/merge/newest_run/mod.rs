@@ -236,7 +236,7 @@ impl NewestRuns {
                 Some(first) => board.mark_bits(key_at(first)?, &self.scratch.bits),
                 None => {
                     for (front, &end) in fronts.iter().zip(&ends) {
-                        let keys = integer_keys(&front.batch.slice(front.pos, end - front.pos), key)?;
+                        let keys = integer_keys(&front.batch.column(key).slice(front.pos, end - front.pos))?;
                         board.mark(keys.as_primitive::<Int64Type>().values());
                     }
                 }
@@ -372,7 +372,7 @@ fn shadow_sorted(fronts: &[&Front], scratch: &mut Scratch) -> Shadowed {
 
 /// The key of `batch`'s row `row`, as Int64 (an integer key of any width).
 fn key_at(batch: &RecordBatch, key: usize, row: usize) -> Result<i64> {
-    let keys = integer_keys(&batch.slice(row, 1), key)?;
+    let keys = integer_keys(&batch.column(key).slice(row, 1))?;
     Ok(keys.as_primitive::<Int64Type>().value(0))
 }
 
@@ -515,9 +515,8 @@ fn narrow_keys(runs: &[&[u128]], out: &mut Vec<Vec<u64>>) -> bool {
     true
 }
 
-/// The key column of `batch` as Int64 (an integer key of any width).
-fn integer_keys(batch: &RecordBatch, key: usize) -> Result<ArrayRef> {
-    let column = batch.column(key);
+/// A key column as Int64 (an integer key of any width).
+fn integer_keys(column: &ArrayRef) -> Result<ArrayRef> {
     if column.null_count() > 0 {
         return Err(exec_datafusion_err!("a primary key column holds NULL"));
     }
