@@ -109,12 +109,18 @@ impl NewerKeys {
         self.runs.iter().position(|r| r.contains(&seq))
     }
 
-    /// Sets the bit of every key of `keys` within the span.
-    pub(super) fn mark(&self, keys: &[i64]) {
+    /// The bits, allocated by the first mark.
+    fn bits_to_mark(&self) -> std::sync::MutexGuard<'_, Vec<u64>> {
         let mut bits = self.bits.lock().expect("newer keys");
         if bits.is_empty() {
             bits.resize(self.words(), 0);
         }
+        bits
+    }
+
+    /// Sets the bit of every key of `keys` within the span.
+    pub(super) fn mark(&self, keys: &[i64]) {
+        let mut bits = self.bits_to_mark();
         let (lo, hi) = (self.lo, self.hi);
         for &key in keys {
             if key >= lo && key <= hi {
@@ -127,10 +133,7 @@ impl NewerKeys {
     /// Sets the bit of key `first + i` for every bit `i` set in `bits`, within the span: a
     /// chunk's bitmap ([`super::shadow::clear_shared_dense`]), a word at a time.
     pub(super) fn mark_bits(&self, first: i64, bits: &[u64]) {
-        let mut board = self.bits.lock().expect("newer keys");
-        if board.is_empty() {
-            board.resize(self.words(), 0);
-        }
+        let mut board = self.bits_to_mark();
         let span_bits = (self.hi - self.lo) as i128 + 1;
         // the board's bit of `bits`' bit 0 (may lie before the span)
         let start = i128::from(first) - i128::from(self.lo);
