@@ -4,7 +4,7 @@
 
 use std::cmp::Ordering;
 
-use apache_avro::{Codec, Schema, Writer};
+use apache_avro::Schema;
 use datafusion::common::ScalarValue;
 
 use super::manifest_merge::{ManifestMergeOptions, MergeTarget};
@@ -15,19 +15,6 @@ use crate::spec::{
     paths, BinaryRow, DataType, FileKind, IndexManifestEntry, ManifestEntry, ManifestFileMeta, SimpleStats,
     Snapshot, TableSchema,
 };
-
-fn avro_bytes(
-    schema: &Schema,
-    records: impl IntoIterator<Item = apache_avro::types::Value>,
-    path: &str,
-) -> Result<Vec<u8>> {
-    let codec = Codec::Zstandard(Default::default());
-    let mut writer = Writer::with_codec(schema, Vec::new(), codec);
-    for r in records {
-        writer.append(r).map_err(|e| Error::corrupt(path, e))?;
-    }
-    writer.into_inner().map_err(|e| Error::corrupt(path, e))
-}
 
 /// Min and max of one partition column over the entries, and its null count.
 fn column_bounds(
@@ -64,7 +51,7 @@ impl TableMeta {
         partition_types: &[DataType],
     ) -> Result<ManifestFileMeta> {
         let (name, size) = self
-            .write_avro_file(
+            .write_manifest_file(
                 "manifest",
                 &MANIFEST_SCHEMA,
                 entries.iter().map(ManifestEntry::to_avro),
@@ -112,7 +99,7 @@ impl TableMeta {
 
     /// Writes a manifest list; returns its name and size.
     pub(crate) async fn write_manifest_list(&self, metas: &[ManifestFileMeta]) -> Result<(String, i64)> {
-        self.write_avro_file(
+        self.write_manifest_file(
             "manifest-list",
             &MANIFEST_LIST_SCHEMA,
             metas.iter().map(ManifestFileMeta::to_avro),
@@ -120,9 +107,9 @@ impl TableMeta {
         .await
     }
 
-    /// Writes `records` as a new Avro file `<prefix>-<uuid>-0` in `manifest/`; returns its name
-    /// and size.
-    async fn write_avro_file(
+    /// Writes `records` as a new file `<prefix>-<uuid>-0` in `manifest/`, in the table's
+    /// `manifest.format`; returns its name and size.
+    async fn write_manifest_file(
         &self,
         prefix: &str,
         schema: &Schema,
@@ -130,7 +117,8 @@ impl TableMeta {
     ) -> Result<(String, i64)> {
         let name = format!("{prefix}-{}-0", uuid::Uuid::new_v4());
         let file = paths::manifest_file(&name);
-        let bytes = avro_bytes(schema, records, &file)?;
+        let format = self.manifest_format().await?;
+        let bytes = format.encode(schema, records.into_iter().collect(), &self.io.display(&file))?;
         let size = bytes.len() as i64;
         self.io.write(&file, bytes).await?;
         Ok((name, size))
@@ -518,7 +506,7 @@ impl TableMeta {
             return Ok(None);
         }
         let (name, _) = self
-            .write_avro_file(
+            .write_manifest_file(
                 "index-manifest",
                 &INDEX_MANIFEST_SCHEMA,
                 entries.iter().map(IndexManifestEntry::to_avro),

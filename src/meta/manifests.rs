@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use apache_avro::Reader;
 use futures::{StreamExt, TryStreamExt};
 
 use super::TableMeta;
@@ -33,17 +32,18 @@ impl LiveFiles {
 const MANIFEST_READ_CONCURRENCY: usize = 8;
 
 impl TableMeta {
-    async fn read_avro<T>(
+    async fn read_manifest_records<T>(
         &self,
         name: &str,
         what: &str,
         decode: fn(&apache_avro::types::Value, &str) -> Result<T>,
     ) -> Result<Vec<T>> {
-        Ok(self.read_avro_sized(name, what, decode).await?.0)
+        Ok(self.read_manifest_sized(name, what, decode).await?.0)
     }
 
-    /// The records of an Avro file of `manifest/`, and the file's size.
-    async fn read_avro_sized<T>(
+    /// The records of a file of `manifest/` (Avro, ORC or Parquet: [`super::manifest_codec`]),
+    /// and the file's size.
+    async fn read_manifest_sized<T>(
         &self,
         name: &str,
         what: &str,
@@ -53,22 +53,17 @@ impl TableMeta {
         let shown = self.io.display(&file);
         let bytes = self.io.read(&file, what).await?;
         let size = bytes.len();
-        crate::spec::avro_names::install();
-        // apache-avro panics on some damaged headers (an invalid schema name unwrapped):
-        // that is a corrupt file too.
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let reader = Reader::new(&bytes[..]).map_err(|e| Error::corrupt(&shown, e))?;
-            reader
-                .map(|v| decode(&v.map_err(|e| Error::corrupt(&shown, e))?, &shown))
-                .collect()
-        }))
-        .unwrap_or_else(|_| Err(Error::corrupt(&shown, "the Avro decoder failed on damaged data")))
-        .map(|records| (records, size))
+        let records = super::manifest_codec::decode(bytes, &shown)?;
+        let records = records
+            .iter()
+            .map(|v| decode(v, &shown))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((records, size))
     }
 
     /// The records of a manifest list.
     pub(crate) async fn manifest_list(&self, name: &str) -> Result<Vec<ManifestFileMeta>> {
-        self.read_avro_cached(
+        self.read_manifest_cached(
             self.manifests.lists(),
             name,
             "manifest list",
@@ -79,7 +74,7 @@ impl TableMeta {
 
     /// The entries of a manifest file.
     pub(crate) async fn manifest(&self, name: &str) -> Result<Vec<ManifestEntry>> {
-        self.read_avro_cached(
+        self.read_manifest_cached(
             self.manifests.entries(),
             name,
             "manifest",
@@ -91,7 +86,7 @@ impl TableMeta {
     /// The records of an Avro file of `manifest/`, decoded once per catalog: these files are
     /// immutable (their names are unique). Keyed by the full URL: the cache is shared by the
     /// tables of a catalog.
-    async fn read_avro_cached<T: Clone>(
+    async fn read_manifest_cached<T: Clone>(
         &self,
         cache: &ByteLru<Arc<Vec<T>>>,
         name: &str,
@@ -102,14 +97,14 @@ impl TableMeta {
         if let Some(records) = cache.get(&key) {
             return Ok(records.as_ref().clone());
         }
-        let (records, size) = self.read_avro_sized(name, what, decode).await?;
+        let (records, size) = self.read_manifest_sized(name, what, decode).await?;
         cache.put(&key, Arc::new(records.clone()), size);
         Ok(records)
     }
 
     /// The entries of an index manifest.
     pub(crate) async fn index_manifest(&self, name: &str) -> Result<Vec<IndexManifestEntry>> {
-        self.read_avro(name, "index manifest", IndexManifestEntry::from_avro)
+        self.read_manifest_records(name, "index manifest", IndexManifestEntry::from_avro)
             .await
     }
 

@@ -6,6 +6,7 @@
 mod commit;
 mod consumers;
 mod manifest_cache;
+mod manifest_codec;
 mod manifest_merge;
 mod manifests;
 mod schemas;
@@ -14,6 +15,7 @@ mod snapshots;
 pub(crate) use commit::{CommitRequest, OverwriteScope, RowLevelBase};
 pub(crate) use consumers::valid_consumer_id;
 pub(crate) use manifest_cache::{manifest_cache, ManifestCache, DEFAULT_MANIFEST_CACHE_BYTES};
+pub(crate) use manifest_codec::ManifestFormat;
 pub(crate) use manifests::PartitionBucket;
 
 use std::sync::Arc;
@@ -30,6 +32,8 @@ pub(crate) struct TableMeta {
     schemas: DashMap<i64, Arc<TableSchema>>,
     /// Decoded manifests, shared with the other tables of the catalog when it has a cache.
     manifests: Arc<ManifestCache>,
+    /// The newest schema this handle has loaded: its options say how manifests are written.
+    latest_schema: std::sync::RwLock<Option<Arc<TableSchema>>>,
 }
 
 impl TableMeta {
@@ -43,10 +47,22 @@ impl TableMeta {
             io,
             schemas: DashMap::new(),
             manifests,
+            latest_schema: std::sync::RwLock::new(None),
         }
     }
 
     pub(crate) fn io(&self) -> &FileIO {
         &self.io
+    }
+
+    /// How this table's manifests are written (`manifest.format`), from the newest schema this
+    /// handle has loaded, or from the latest one (a committer loads it before writing anyway).
+    pub(crate) async fn manifest_format(&self) -> crate::error::Result<ManifestFormat> {
+        let known = self.latest_schema.read().ok().and_then(|s| s.clone());
+        let schema = match known {
+            Some(schema) => schema,
+            None => self.latest_schema().await?,
+        };
+        ManifestFormat::of_options(&schema.options)
     }
 }

@@ -57,7 +57,10 @@ impl TableMeta {
             return Ok(None);
         };
         if let Some(s) = self.schemas.get(&id) {
-            return Ok(Some(Arc::clone(&s)));
+            let schema = Arc::clone(&s);
+            drop(s);
+            self.note_latest(&schema);
+            return Ok(Some(schema));
         }
         // (an object store's e-tag changes with the content, where the modification time may
         // only count seconds: a table dropped and created again within one)
@@ -78,6 +81,16 @@ impl TableMeta {
             }
         };
         self.schemas.insert(id, Arc::clone(&schema));
+        self.note_latest(&schema);
         Ok(Some(schema))
+    }
+
+    /// Remembers `schema` as the newest this handle has seen (for [`TableMeta::manifest_format`]).
+    fn note_latest(&self, schema: &Arc<TableSchema>) {
+        if let Ok(mut newest) = self.latest_schema.write() {
+            if newest.as_ref().is_none_or(|n| n.id <= schema.id) {
+                *newest = Some(Arc::clone(schema));
+            }
+        }
     }
 }

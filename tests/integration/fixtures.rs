@@ -33,7 +33,7 @@ use crate::{fixture_root, fixture_warehouse, run_sql};
 const SKIPPED_TABLES: &[(&str, &str)] = &[];
 
 /// How many differing rows of each side a report shows.
-const REPORT_ROWS: usize = 10;
+pub(crate) const REPORT_ROWS: usize = 10;
 
 macro_rules! fixture_tables {
     ($($test:ident => $table:literal),* $(,)?) => {
@@ -308,14 +308,14 @@ async fn check_expected_file(
     }
 }
 
-fn sorted_canonical(rows: Vec<Vec<Value>>) -> Vec<String> {
+pub(crate) fn sorted_canonical(rows: Vec<Vec<Value>>) -> Vec<String> {
     let mut rows: Vec<String> = rows.into_iter().map(|r| Value::Array(r).to_string()).collect();
     rows.sort();
     rows
 }
 
 /// Rows of `expected` not in `actual` and rows of `actual` not in `expected`, both sorted.
-fn multiset_difference(expected: &[String], actual: &[String]) -> (Vec<String>, Vec<String>) {
+pub(crate) fn multiset_difference(expected: &[String], actual: &[String]) -> (Vec<String>, Vec<String>) {
     let (mut i, mut j) = (0, 0);
     let (mut missing, mut unexpected) = (Vec::new(), Vec::new());
     while i < expected.len() || j < actual.len() {
@@ -346,7 +346,7 @@ fn multiset_difference(expected: &[String], actual: &[String]) -> (Vec<String>, 
     (missing, unexpected)
 }
 
-fn batch_to_rows(batch: &RecordBatch) -> Result<Vec<Vec<Value>>, String> {
+pub(crate) fn batch_to_rows(batch: &RecordBatch) -> Result<Vec<Vec<Value>>, String> {
     (0..batch.num_rows())
         .map(|row| batch.columns().iter().map(|col| to_json(col, row)).collect())
         .collect()

@@ -2,6 +2,8 @@
 //!
 //! * [`fixtures`]: every `batch` expected result of the pypaimon 2.1.0 fixture corpus, compared
 //!   value by value (JSON encoding of `tests/fixtures/README.md`) with what we read.
+//! * [`java_fixtures`]: every table written by Java Paimon (`tests/fixtures/java-paimon`) reads, and
+//!   every expected result there matches.
 //! * [`incremental`]: incremental reads between tags and over expired snapshots.
 //! * [`errors`]: damaged tables (missing or corrupt snapshot, manifest, data and schema files) fail
 //!   with an error naming the file, never with a panic, on both `LocalFileSystem` and `InMemory`.
@@ -17,6 +19,7 @@ mod crash;
 mod errors;
 mod fixtures;
 mod incremental;
+mod java_fixtures;
 mod long_history;
 mod lookup_levels;
 mod metrics;

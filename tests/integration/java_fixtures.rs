@@ -1,0 +1,393 @@
+//! Tables written by Java Paimon 0.9 to 2.0 (`tests/fixtures/java-paimon`, see its README): every
+//! table of both warehouses reads (its rows and its metadata system tables), and every expected
+//! result there matches.
+//!
+//! An expected file's `query.options` become `SET paimon.<k> = '<v>'`, except `branch`, which
+//! names the table `db."t$branch_<name>"`; `query.filter` is SQL text and `query.projection` the
+//! output columns. Rows are compared as multisets in the JSON encoding of
+//! `tests/fixtures/README.md`, as [`crate::fixtures`] does for the pypaimon corpus.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use arrow::datatypes::DataType;
+use datafusion_paimon::PaimonSession;
+use serde_json::{Number, Value};
+
+use crate::fixtures::{batch_to_rows, multiset_difference, sorted_canonical, REPORT_ROWS};
+use crate::run_sql;
+
+/// The two warehouses, by the data-file format most of their tables use.
+const WAREHOUSES: &[&str] = &["avro", "parquet"];
+
+/// What every table must answer without error: its rows and the system tables that read its
+/// snapshots, manifests and schemas.
+const READS: &[&str] = &[
+    "SELECT * FROM {t}",
+    "SELECT count(*) FROM {t}",
+    "SELECT * FROM {t$snapshots}",
+    "SELECT * FROM {t$schemas}",
+    "SELECT * FROM {t$files}",
+    "SELECT * FROM {t$manifests}",
+    "SELECT * FROM {t$partitions}",
+];
+
+fn java_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/java-paimon")
+}
+
+fn warehouse_path(warehouse: &str) -> String {
+    java_root()
+        .join("warehouses")
+        .join(warehouse)
+        .to_str()
+        .expect("UTF-8 path")
+        .to_string()
+}
+
+/// Every `(database, table)` of a warehouse: the folders `<db>.db/<t>` that hold a `schema/`.
+fn tables(warehouse: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for db in std::fs::read_dir(warehouse_path(warehouse)).expect("warehouse lists") {
+        let db = db.expect("entry").path();
+        let Some(db_name) = db
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".db"))
+        else {
+            continue;
+        };
+        for table in std::fs::read_dir(&db).expect("database lists") {
+            let table = table.expect("entry").path();
+            if table.join("schema").is_dir() {
+                let name = table.file_name().and_then(|n| n.to_str()).expect("UTF-8 name");
+                out.push((db_name.to_string(), name.to_string()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `db."t"` or `db."t$suffix"`.
+fn quoted(db: &str, table: &str, suffix: &str) -> String {
+    format!("{db}.\"{table}{suffix}\"")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_java_table_reads() {
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for warehouse in WAREHOUSES {
+        let session = PaimonSession::open(&warehouse_path(warehouse))
+            .await
+            .expect("warehouse opens");
+        for (db, table) in tables(warehouse) {
+            count += 1;
+            for read in READS {
+                let sql = read
+                    .replace("{t}", &quoted(&db, &table, ""))
+                    .replace("{t$snapshots}", &quoted(&db, &table, "$snapshots"))
+                    .replace("{t$schemas}", &quoted(&db, &table, "$schemas"))
+                    .replace("{t$files}", &quoted(&db, &table, "$files"))
+                    .replace("{t$manifests}", &quoted(&db, &table, "$manifests"))
+                    .replace("{t$partitions}", &quoted(&db, &table, "$partitions"));
+                if let Err(e) = run_sql(&session, &sql).await {
+                    failures.push(format!("{warehouse}/{db}.{table}: `{sql}`: {e}"));
+                }
+            }
+        }
+    }
+    assert!(count >= 50, "found only {count} Java tables");
+    assert!(
+        failures.is_empty(),
+        "{} reads of {count} Java-written tables failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+macro_rules! java_expected {
+    ($($test:ident => ($warehouse:literal, $table:literal)),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                check_table($warehouse, $table).await;
+            }
+        )*
+
+        /// Every `expected/<warehouse>/<db>.<table>` folder with a test above.
+        const CHECKED: &[(&str, &str)] = &[$(($warehouse, $table)),*];
+    };
+}
+
+java_expected! {
+    avro_append_multiple => ("avro", "append_multiple.append_multiple"),
+    avro_pk_with_multiple_type => ("avro", "pk_with_multiple_type.pk_with_multiple_type"),
+    append_09 => ("parquet", "append_09.append_09"),
+    append_10 => ("parquet", "append_10.append_10"),
+    append_complex_build_in_fieldid => ("parquet", "append_complex_build_in_fieldid.append_complex_build_in_fieldid"),
+    append_alter_cast_data_evolution => ("parquet", "append_table_alter_table_with_cast_with_data_evolution.append_table_alter_table_with_cast_with_data_evolution"),
+    append_row_tracking_with_compact => ("parquet", "append_table_row_tracking_with_compact.append_table_row_tracking_with_compact"),
+    append_pt_branch => ("parquet", "append_table_with_append_pt_branch.append_table_with_append_pt_branch"),
+    append_multi_blob => ("parquet", "append_table_with_multi_blob.append_table_with_multi_blob"),
+    append_rt_branch => ("parquet", "append_table_with_rt_branch.append_table_with_rt_branch"),
+    append_with_bitmap => ("parquet", "append_with_bitmap.append_with_bitmap"),
+    append_empty_partition => ("parquet", "append_with_empty_partition.append_with_empty_partition"),
+    append_empty_partition_empty_value => ("parquet", "append_with_empty_partition_with_empty_value.append_with_empty_partition_with_empty_value"),
+    append_empty_partition_specific_name => ("parquet", "append_with_empty_partition_with_specific_name.append_with_empty_partition_with_specific_name"),
+    append_ts_precision_timezone => ("parquet", "append_with_multiple_ts_precision_and_timezone.append_with_multiple_ts_precision_and_timezone"),
+    blob_alter_cast_data_evolution => ("parquet", "blob_append_table_alter_table_with_cast_with_data_evolution.blob_append_table_alter_table_with_cast_with_data_evolution"),
+    blob_data_evolution_dense_stats => ("parquet", "blob_data_evolution_with_dense_stats.blob_data_evolution_with_dense_stats"),
+    data_evolution_dense_stats => ("parquet", "data_evolution_with_dense_stats.data_evolution_with_dense_stats"),
+    data_evolution_with_index => ("parquet", "data_evolution_with_index.data_evolution_with_index"),
+    pk_09 => ("parquet", "pk_09.pk_09"),
+    pk_dv_index_in_data => ("parquet", "pk_dv_index_in_data_no_external.pk_dv_index_in_data_no_external"),
+    pk_dv_index_not_in_data => ("parquet", "pk_dv_index_not_in_data_no_external.pk_dv_index_not_in_data_no_external"),
+    pk_nested_type => ("parquet", "pk_table_nested_type.pk_table_nested_type"),
+    pk_scan_and_read_dv => ("parquet", "pk_table_scan_and_read_dv.pk_table_scan_and_read_dv"),
+    pk_scan_and_read_first_row => ("parquet", "pk_table_scan_and_read_first_row.pk_table_scan_and_read_first_row"),
+    pk_scan_and_read_mor => ("parquet", "pk_table_scan_and_read_mor.pk_table_scan_and_read_mor"),
+}
+
+/// A folder of expected results added to the corpus must get a test.
+#[test]
+fn every_java_expected_folder_is_checked() {
+    let mut present = BTreeSet::new();
+    for warehouse in WAREHOUSES {
+        let dir = java_root().join("expected").join(warehouse);
+        for entry in std::fs::read_dir(&dir).expect("expected folder lists") {
+            let name = entry
+                .expect("entry")
+                .file_name()
+                .into_string()
+                .expect("UTF-8 name");
+            present.insert((warehouse.to_string(), name));
+        }
+    }
+    let checked: BTreeSet<(String, String)> = CHECKED
+        .iter()
+        .map(|(w, t)| (w.to_string(), t.to_string()))
+        .collect();
+    assert_eq!(
+        present, checked,
+        "expected folders vs folders checked in java_fixtures.rs"
+    );
+}
+
+/// Checks every expected file of one table, then fails with all mismatches.
+async fn check_table(warehouse: &str, table: &str) {
+    let dir = java_root().join("expected").join(warehouse).join(table);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    let session = PaimonSession::open(&warehouse_path(warehouse))
+        .await
+        .expect("warehouse opens");
+    let mut failures = Vec::new();
+    for file in &files {
+        if let Err(msg) = check_file(&session, file).await {
+            failures.push(msg);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{warehouse}/{table}: {} of {} expected files differ\n\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// The `SET` statements and the query of one expected file.
+fn statements(expected: &Value) -> (Vec<String>, String) {
+    let table = expected["table"].as_str().expect("table");
+    let (db, name) = table.split_once('.').expect("db.table");
+    let query = &expected["query"];
+    let mut sets = Vec::new();
+    let mut suffix = String::new();
+    if let Some(options) = query["options"].as_object() {
+        for (k, v) in options {
+            let v = v.as_str().expect("option value is a string");
+            if k == "branch" {
+                suffix = format!("$branch_{v}");
+            } else {
+                sets.push(format!("SET paimon.{k} = '{v}'"));
+            }
+        }
+    }
+    let select = match query["projection"].as_array() {
+        Some(cols) => cols
+            .iter()
+            .map(|c| format!("\"{}\"", c.as_str().expect("column name")))
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => "*".to_string(),
+    };
+    let mut sql = format!("SELECT {select} FROM {}", quoted(db, name, &suffix));
+    if let Some(filter) = query["filter"].as_str() {
+        write!(sql, " WHERE {filter}").unwrap();
+    }
+    (sets, sql)
+}
+
+/// Runs the query of one expected file and compares its result.
+async fn check_file(session: &PaimonSession, path: &PathBuf) -> Result<(), String> {
+    let shown = path
+        .strip_prefix(java_root())
+        .unwrap_or(path)
+        .display()
+        .to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+    let expected: Value = serde_json::from_str(&text).map_err(|e| format!("{shown}: cannot parse: {e}"))?;
+    let (sets, sql) = statements(&expected);
+    let context = [sets.clone(), vec![sql.clone()]].concat().join("; ");
+    let result = async {
+        for set in &sets {
+            run_sql(session, set).await?;
+        }
+        run_sql(session, &sql).await
+    }
+    .await;
+    run_sql(session, "RESET")
+        .await
+        .map_err(|e| format!("{shown}: RESET failed: {e}"))?;
+    let batches = result.map_err(|e| format!("{shown}: `{context}` failed: {e}"))?;
+
+    let mut problems = Vec::new();
+    let expected_names: Vec<&str> = expected["columns"]
+        .as_array()
+        .expect("columns")
+        .iter()
+        .map(|c| c["name"].as_str().expect("column name"))
+        .collect();
+    if let Some(batch) = batches.first() {
+        let schema = batch.schema();
+        let actual: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        if actual != expected_names {
+            problems.push(format!("columns: expected {expected_names:?}, got {actual:?}"));
+        }
+    }
+    let types: Vec<DataType> = batches
+        .first()
+        .map(|b| {
+            b.schema()
+                .fields()
+                .iter()
+                .map(|f| f.data_type().clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    let normalize_row = |row: Vec<Value>| -> Vec<Value> {
+        row.into_iter()
+            .enumerate()
+            .map(|(i, v)| match types.get(i) {
+                Some(t) => normalize(v, t),
+                None => v,
+            })
+            .collect()
+    };
+    let mut actual_rows = Vec::new();
+    for batch in &batches {
+        let rows = batch_to_rows(batch).map_err(|e| format!("{shown}: `{context}`: {e}"))?;
+        actual_rows.extend(rows.into_iter().map(normalize_row));
+    }
+    let actual_rows = sorted_canonical(actual_rows);
+    let expected_rows = sorted_canonical(
+        expected["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| normalize_row(r.as_array().expect("row").clone()))
+            .collect(),
+    );
+    if actual_rows != expected_rows {
+        let (missing, unexpected) = multiset_difference(&expected_rows, &actual_rows);
+        let mut msg = format!(
+            "rows: expected {}, got {}",
+            expected_rows.len(),
+            actual_rows.len()
+        );
+        for (label, rows) in [("missing", &missing), ("unexpected", &unexpected)] {
+            if !rows.is_empty() {
+                write!(msg, "\n  {label} ({}):", rows.len()).unwrap();
+                for r in rows.iter().take(REPORT_ROWS) {
+                    write!(msg, "\n    {r}").unwrap();
+                }
+            }
+        }
+        problems.push(msg);
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{shown}: `{context}`\n  {}", problems.join("\n  ")))
+    }
+}
+
+/// The value conventions of this corpus, applied to both sides (they differ from the pypaimon
+/// corpus the shared encoder follows): timestamps carry only the fractional digits they need and
+/// no zone marker, a FLOAT is its shortest decimal, and map entries are in no particular order
+/// (sorted here on both sides).
+fn normalize(value: Value, data_type: &DataType) -> Value {
+    match (value, data_type) {
+        (Value::Null, _) => Value::Null,
+        (Value::String(s), DataType::Timestamp(_, _)) => {
+            let s = s.trim_end_matches('Z');
+            let s = match s.split_once('.') {
+                Some((whole, fraction)) => {
+                    let fraction = fraction.trim_end_matches('0');
+                    if fraction.is_empty() {
+                        whole.to_string()
+                    } else {
+                        format!("{whole}.{fraction}")
+                    }
+                }
+                None => s.to_string(),
+            };
+            Value::String(s)
+        }
+        (Value::Number(n), DataType::Float32) => {
+            let shortest: f64 = format!("{}", n.as_f64().expect("a number") as f32)
+                .parse()
+                .expect("a float");
+            Number::from_f64(shortest)
+                .map(Value::Number)
+                .unwrap_or(Value::Null)
+        }
+        (Value::Array(items), DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _)) => {
+            Value::Array(items.into_iter().map(|v| normalize(v, f.data_type())).collect())
+        }
+        (Value::Array(pairs), DataType::Map(entries, _)) => {
+            let DataType::Struct(kv) = entries.data_type() else {
+                return Value::Array(pairs);
+            };
+            let mut pairs: Vec<Value> = pairs
+                .into_iter()
+                .map(|pair| match pair {
+                    Value::Array(mut kv_pair) if kv_pair.len() == 2 => {
+                        let v = normalize(kv_pair.pop().expect("value"), kv[1].data_type());
+                        let k = normalize(kv_pair.pop().expect("key"), kv[0].data_type());
+                        Value::Array(vec![k, v])
+                    }
+                    other => other,
+                })
+                .collect();
+            pairs.sort_by_key(|p| p.to_string());
+            Value::Array(pairs)
+        }
+        (Value::Object(mut fields), DataType::Struct(children)) => {
+            for child in children {
+                if let Some(v) = fields.remove(child.name()) {
+                    fields.insert(child.name().clone(), normalize(v, child.data_type()));
+                }
+            }
+            Value::Object(fields)
+        }
+        (other, _) => other,
+    }
+}
