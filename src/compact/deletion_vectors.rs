@@ -38,6 +38,7 @@ pub(super) async fn bucket_vectors(
     vectors: &DeletionVectorIndex,
     had_index: bool,
     unit: &UnitResult,
+    dirs: &crate::spec::paths::IndexFileDirs,
 ) -> Result<Option<IndexChange>> {
     let kept: HashSet<&str> = unit.after.iter().map(|e| e.file.file_name.as_str()).collect();
     let removed: HashSet<&str> = unit
@@ -76,6 +77,6 @@ pub(super) async fn bucket_vectors(
             })
         }));
     }
-    let entry = write_bucket_index(meta.io(), &group.0, group.1, positions).await?;
+    let entry = write_bucket_index(meta.io(), &group.0, group.1, positions, dirs).await?;
     Ok(Some(IndexChange::Replace(entry)))
 }

@@ -149,7 +149,8 @@ impl Compaction<'_> {
             None => None,
         };
         // Files written with deletion vectors (by Java Paimon) are read without their deleted rows.
-        let deletion_vectors = self.meta.deletion_vectors(&latest).await?;
+        let index_dirs = paths::IndexFileDirs::of(self.schema);
+        let deletion_vectors = self.meta.deletion_vectors(&latest, &index_dirs).await?;
         let index_entries = match &latest.index_manifest {
             Some(name) => self.meta.index_manifest(name).await?,
             None => vec![],
@@ -224,6 +225,7 @@ impl Compaction<'_> {
                     &deletion_vectors,
                     had_index,
                     &unit,
+                    &index_dirs,
                 )
                 .await?;
                 match change {
@@ -249,7 +251,10 @@ impl Compaction<'_> {
         written.extend(
             index_added
                 .iter()
-                .map(|e: &crate::spec::IndexManifestEntry| paths::index_file(&e.file_name)),
+                .map(|e: &crate::spec::IndexManifestEntry| {
+                    index_dirs.path(&e.partition, e.bucket, &e.file_name)
+                })
+                .collect::<crate::error::Result<Vec<_>>>()?,
         );
         let request = CommitRequest {
             index_added,

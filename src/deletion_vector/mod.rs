@@ -73,7 +73,11 @@ pub(crate) struct DeletionVectorIndex {
 impl DeletionVectorIndex {
     /// Collects the `DELETION_VECTORS` entries of an index manifest. `table_io` is rooted at
     /// the table, whose `index/` folder holds the files.
-    pub(crate) fn from_entries(table_io: &FileIO, entries: &[IndexManifestEntry]) -> Self {
+    pub(crate) fn from_entries(
+        table_io: &FileIO,
+        entries: &[IndexManifestEntry],
+        dirs: &paths::IndexFileDirs,
+    ) -> crate::error::Result<Self> {
         let mut by_file = HashMap::new();
         for entry in entries {
             if entry.kind != FileKind::Add || entry.index_type != DELETION_VECTORS_INDEX {
@@ -81,7 +85,7 @@ impl DeletionVectorIndex {
             }
             let index_path = match &entry.external_path {
                 Some(p) => Path::from(p.trim_start_matches("file://").trim_start_matches('/')),
-                None => table_io.path(&paths::index_file(&entry.file_name)),
+                None => table_io.path(&dirs.path(&entry.partition, entry.bucket, &entry.file_name)?),
             };
             for range in entry.dv_ranges.iter().flatten() {
                 by_file.insert(
@@ -96,7 +100,7 @@ impl DeletionVectorIndex {
                 );
             }
         }
-        DeletionVectorIndex { by_file }
+        Ok(DeletionVectorIndex { by_file })
     }
 
     /// The vector of `data_file`, if it has one.

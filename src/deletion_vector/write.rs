@@ -114,12 +114,16 @@ pub(crate) async fn write_bucket_index(
     partition: &[u8],
     bucket: i32,
     positions: std::collections::BTreeMap<String, Vec<u64>>,
+    dirs: &crate::spec::paths::IndexFileDirs,
 ) -> Result<crate::spec::IndexManifestEntry> {
     let vectors: Vec<(String, Vec<u64>)> = positions.into_iter().collect();
     let (bytes, ranges) = encode_index_file(&vectors)?;
     let name = format!("index-{}-0", uuid::Uuid::new_v4());
     let size = bytes.len() as i64;
-    io.write(&crate::spec::paths::index_file(&name), bytes).await?;
+    let file = dirs
+        .path(partition, bucket, &name)
+        .map_err(datafusion::error::DataFusionError::from)?;
+    io.write(&file, bytes).await?;
     Ok(crate::spec::IndexManifestEntry {
         kind: crate::spec::FileKind::Add,
         partition: partition.to_vec(),

@@ -34,10 +34,13 @@ pub(crate) struct AssignOptions {
     pub(crate) target_row_num: u64,
     /// `dynamic-bucket.max-buckets`: -1 for no limit.
     pub(crate) max_buckets: i32,
+    /// Where the HASH files are (`index-file-in-data-file-dir`).
+    pub(crate) index_dirs: paths::IndexFileDirs,
 }
 
 impl AssignOptions {
-    pub(crate) fn parse(table: &str, options: &BTreeMap<String, String>) -> Result<Self> {
+    pub(crate) fn parse(table: &str, schema: &crate::spec::TableSchema) -> Result<Self> {
+        let options = &schema.options;
         let number = |key: &str, default: i64| -> Result<i64> {
             match options.get(key) {
                 None => Ok(default),
@@ -62,6 +65,7 @@ impl AssignOptions {
         Ok(AssignOptions {
             target_row_num: target as u64,
             max_buckets: max as i32,
+            index_dirs: paths::IndexFileDirs::of(schema),
         })
     }
 }
@@ -173,7 +177,10 @@ impl BucketAssigner {
         }
         let mut index = PartitionIndex::default();
         for entry in self.existing.get(partition).into_iter().flatten() {
-            let file = paths::index_file(&entry.file_name);
+            let file = self
+                .options
+                .index_dirs
+                .path(&entry.partition, entry.bucket, &entry.file_name)?;
             let bytes = meta.io().read(&file, "hash index file").await?;
             let hashes = hash_file::decode(&bytes, &meta.io().display(&file))?;
             index.rows.insert(entry.bucket, hashes.len() as u64);
@@ -210,7 +217,8 @@ impl BucketAssigner {
                 let name = format!("index-{}-0", uuid::Uuid::new_v4());
                 let bytes = hash_file::encode(&hashes);
                 let size = bytes.len() as i64;
-                meta.io().write(&paths::index_file(&name), bytes).await?;
+                let file = self.options.index_dirs.path(partition, bucket, &name)?;
+                meta.io().write(&file, bytes).await?;
                 entries.push(IndexManifestEntry {
                     kind: FileKind::Add,
                     partition: partition.clone(),
@@ -237,6 +245,7 @@ mod tests {
         AssignOptions {
             target_row_num: target,
             max_buckets: max,
+            index_dirs: Default::default(),
         }
     }
 

@@ -309,8 +309,8 @@ impl Expiration<'_> {
         for name in drop.manifests.difference(&keep.manifests) {
             meta.io().delete(&paths::manifest_file(name)).await?;
         }
-        for name in drop.index_files.difference(&keep.index_files) {
-            meta.io().delete(&paths::index_file(name)).await?;
+        for path in drop.index_files.difference(&keep.index_files) {
+            meta.io().delete(path).await?;
         }
         Ok(())
     }

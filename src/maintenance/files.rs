@@ -8,7 +8,9 @@ use datafusion::common::Result;
 use crate::meta::TableMeta;
 use crate::spec::{paths, BinaryRow, DataType, FileKind, ManifestEntry, Snapshot, TableOptions, TableSchema};
 
-/// Every metadata file a snapshot references, by name within `manifest/` and `index/`.
+/// Every metadata file a snapshot references: manifests by name within `manifest/`, index
+/// files by their path in the table (`index/<name>`, or in a bucket directory with
+/// `index-file-in-data-file-dir`).
 #[derive(Default)]
 pub(super) struct Referenced {
     pub(super) manifests: HashSet<String>,
@@ -21,6 +23,7 @@ pub(super) struct TableFiles<'a> {
     partition_types: Vec<DataType>,
     partition_keys: &'a [String],
     options: TableOptions,
+    index_dirs: paths::IndexFileDirs,
 }
 
 impl<'a> TableFiles<'a> {
@@ -30,6 +33,7 @@ impl<'a> TableFiles<'a> {
             partition_types: schema.partition_types(),
             partition_keys: &schema.partition_keys,
             options: TableOptions::parse(&schema.options)?,
+            index_dirs: paths::IndexFileDirs::of(schema),
         })
     }
 
@@ -71,7 +75,8 @@ impl<'a> TableFiles<'a> {
         if let Some(index) = &snapshot.index_manifest {
             for e in meta.index_manifest(index).await? {
                 if e.kind == FileKind::Add && e.external_path.is_none() {
-                    into.index_files.insert(e.file_name);
+                    into.index_files
+                        .insert(self.index_dirs.path(&e.partition, e.bucket, &e.file_name)?);
                 }
             }
             into.manifests.insert(index.clone());

@@ -45,7 +45,10 @@ pub(crate) async fn remove_orphan_files(
         let kept = if let Some(rest) = path.strip_prefix("manifest/") {
             rest.contains('/') || referenced.manifests.contains(rest)
         } else if let Some(rest) = path.strip_prefix("index/") {
-            rest.contains('/') || referenced.index_files.contains(rest)
+            rest.contains('/') || referenced.index_files.contains(&path)
+        } else if path.split('/').any(|part| part.starts_with("bucket-")) && name.starts_with("index-") {
+            // an index file beside the data (`index-file-in-data-file-dir`)
+            referenced.index_files.contains(&path)
         } else if path.split('/').any(|part| part.starts_with("bucket-"))
             && (name.starts_with("data-") || name.starts_with("changelog-"))
         {

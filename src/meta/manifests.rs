@@ -109,12 +109,15 @@ impl TableMeta {
     }
 
     /// The deletion vectors of a snapshot (none without an index manifest).
-    pub(crate) async fn deletion_vectors(&self, snapshot: &Snapshot) -> Result<DeletionVectorIndex> {
+    pub(crate) async fn deletion_vectors(
+        &self,
+        snapshot: &Snapshot,
+        dirs: &paths::IndexFileDirs,
+    ) -> Result<DeletionVectorIndex> {
         match &snapshot.index_manifest {
-            Some(name) => Ok(DeletionVectorIndex::from_entries(
-                &self.io,
-                &self.index_manifest(name).await?,
-            )),
+            Some(name) => {
+                DeletionVectorIndex::from_entries(&self.io, &self.index_manifest(name).await?, dirs)
+            }
             None => Ok(DeletionVectorIndex::default()),
         }
     }

@@ -532,11 +532,49 @@ fn cast_column(array: &ArrayRef, target: &ArrowType) -> Result<ArrayRef> {
     if array.data_type() == target {
         return Ok(Arc::clone(array));
     }
+    if let (ArrowType::List(_), ArrowType::Map(entries, sorted)) = (array.data_type(), target) {
+        return list_of_entries_as_map(array, entries, *sorted);
+    }
     let options = CastOptions {
         safe: false,
         ..Default::default()
     };
     Ok(cast_with_options(array, target, &options)?)
+}
+
+/// A MAP whose keys are not strings, as Java's Avro writer stores it: an array of key/value
+/// records (Avro maps only take string keys). The entries become the map's, in their order.
+fn list_of_entries_as_map(
+    array: &ArrayRef,
+    entries: &arrow::datatypes::FieldRef,
+    sorted: bool,
+) -> Result<ArrayRef> {
+    use arrow::array::{Array, AsArray, MapArray, StructArray};
+    let list = array.as_list::<i32>();
+    let ArrowType::Struct(kv) = entries.data_type() else {
+        return Err(datafusion::common::exec_datafusion_err!(
+            "a MAP column whose entries are not a struct: {}",
+            entries.data_type()
+        ));
+    };
+    let Some(records) = list.values().as_struct_opt().filter(|r| r.num_columns() == 2) else {
+        return Err(datafusion::common::exec_datafusion_err!(
+            "an array of {} cannot be read as a MAP: its items are not key/value records",
+            list.values().data_type()
+        ));
+    };
+    let columns = vec![
+        cast_column(records.column(0), kv[0].data_type())?,
+        cast_column(records.column(1), kv[1].data_type())?,
+    ];
+    let entries_array = StructArray::try_new(kv.clone(), columns, None)?;
+    Ok(Arc::new(MapArray::try_new(
+        Arc::clone(entries),
+        list.offsets().clone(),
+        entries_array,
+        list.nulls().cloned(),
+        sorted,
+    )?))
 }
 
 #[cfg(test)]

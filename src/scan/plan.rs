@@ -47,7 +47,10 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
     let live = req.meta.live_files(req.snapshot, |_| true).await?;
     // Deletion vectors apply to every table that has them, whatever its options say now: a
     // deleted row must never come back (format.md §7.2).
-    let deletion_vectors = req.meta.deletion_vectors(req.snapshot).await?;
+    let deletion_vectors = req
+        .meta
+        .deletion_vectors(req.snapshot, &paths::IndexFileDirs::of(req.schema))
+        .await?;
     // Deletion-vector mode keeps at most one live row per key across levels ≥ 1, so those files
     // are read one by one with their vectors, without merging (semantics.md §10).
     let dv_no_merge = req.schema.has_primary_key()

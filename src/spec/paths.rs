@@ -32,6 +32,53 @@ pub fn index_file(name: &str) -> String {
     format!("index/{name}")
 }
 
+/// Where a table keeps its index files (deletion vectors, dynamic-bucket hashes): `index/`, or,
+/// with `index-file-in-data-file-dir = true` (Paimon 1.3), the bucket directory of each file's
+/// partition and bucket, under the bare name the index manifest records.
+#[derive(Debug, Clone, Default)]
+pub struct IndexFileDirs {
+    /// Set when the files live in the bucket directories.
+    in_buckets: Option<BucketDirs>,
+}
+
+#[derive(Debug, Clone)]
+struct BucketDirs {
+    keys: Vec<String>,
+    types: Vec<super::DataType>,
+    default_name: String,
+    path_directory: Option<String>,
+}
+
+impl IndexFileDirs {
+    /// The layout `schema`'s options choose.
+    pub fn of(schema: &super::TableSchema) -> Self {
+        let option = |k: &str| schema.options.get(k).map(|v| v.trim().to_string());
+        let in_buckets = option("index-file-in-data-file-dir")
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            .then(|| BucketDirs {
+                keys: schema.partition_keys.clone(),
+                types: schema.partition_types(),
+                default_name: option(super::options::PARTITION_DEFAULT_NAME)
+                    .unwrap_or_else(|| super::options::DEFAULT_PARTITION_NAME.to_string()),
+                path_directory: option(super::options::DATA_FILE_PATH_DIRECTORY),
+            });
+        IndexFileDirs { in_buckets }
+    }
+
+    /// The table-relative path of index file `name` of (`partition`, `bucket`).
+    pub fn path(&self, partition: &[u8], bucket: i32, name: &str) -> crate::error::Result<String> {
+        match &self.in_buckets {
+            None => Ok(index_file(name)),
+            Some(dirs) => {
+                let values = super::BinaryRow::decode(partition, &dirs.types)?.values;
+                let partition = partition_path(&dirs.keys, &values, &dirs.default_name);
+                let dir = bucket_path(dirs.path_directory.as_deref(), &partition, bucket);
+                Ok(format!("{dir}/{name}"))
+            }
+        }
+    }
+}
+
 /// The bucket directory name: `bucket-<n>`, or `bucket-postpone` for bucket -2.
 pub fn bucket_dir(bucket: i32) -> String {
     if bucket == -2 {

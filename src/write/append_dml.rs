@@ -205,7 +205,10 @@ impl Job {
             return Ok(0);
         };
         let live = self.meta.live_files(&snapshot, |_| true).await?;
-        let vectors = self.meta.deletion_vectors(&snapshot).await?;
+        let vectors = self
+            .meta
+            .deletion_vectors(&snapshot, &paths::IndexFileDirs::of(&self.schema))
+            .await?;
         let index_entries = match &snapshot.index_manifest {
             Some(name) => self.meta.index_manifest(name).await?,
             None => vec![],
@@ -459,6 +462,13 @@ impl Job {
         let names: Vec<&str> = files.iter().map(|e| e.file.file_name.as_str()).collect();
         let added = new_positions.into_iter().collect();
         let positions = merged_positions(io.store(), &names, vectors, added).await?;
-        write_bucket_index(io, partition, bucket, positions).await
+        write_bucket_index(
+            io,
+            partition,
+            bucket,
+            positions,
+            &paths::IndexFileDirs::of(&self.schema),
+        )
+        .await
     }
 }

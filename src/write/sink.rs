@@ -466,7 +466,7 @@ impl DataSink for PaimonSink {
         };
         let mut assigner = match routing.buckets {
             BucketMode::Dynamic => {
-                let options = AssignOptions::parse(&self.table, &self.schema.options)?;
+                let options = AssignOptions::parse(&self.table, &self.schema)?;
                 let latest = self.meta.latest_snapshot().await?;
                 let fresh = matches!(self.kind, WriteKind::Overwrite(_));
                 Some(BucketAssigner::open(&self.meta, latest.as_ref(), options, fresh).await?)

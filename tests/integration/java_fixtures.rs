@@ -391,3 +391,122 @@ fn normalize(value: Value, data_type: &DataType) -> Value {
         (other, _) => other,
     }
 }
+
+/// The magic bytes every file of `dir` starts with, by file name prefix.
+fn manifest_magics(dir: &std::path::Path) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for entry in std::fs::read_dir(dir).expect("manifest folder lists") {
+        let path = entry.expect("entry").path();
+        let bytes = std::fs::read(&path).expect("manifest reads");
+        let magic = if bytes.starts_with(b"Obj\x01") {
+            "avro"
+        } else if bytes.starts_with(b"ORC") {
+            "orc"
+        } else if bytes.starts_with(b"PAR1") {
+            "parquet"
+        } else {
+            "unknown"
+        };
+        let name = path.file_name().and_then(|n| n.to_str()).expect("UTF-8 name");
+        let kind = if name.starts_with("manifest-list-") {
+            "manifest-list"
+        } else if name.starts_with("index-manifest-") {
+            "index-manifest"
+        } else {
+            "manifest"
+        };
+        out.insert((kind.to_string(), magic.to_string()));
+    }
+    out
+}
+
+/// Writes to a table Java created with `manifest.format = orc` add ORC manifests (Java could not
+/// read Avro ones there), and the table reads every row afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_to_an_orc_manifest_table_keep_orc() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let source = java_root().join("warehouses/parquet/append_09.db");
+    crate::errors::copy_dir(&source, &dir.path().join("append_09.db")).expect("copy");
+    let session = PaimonSession::open(dir.path().to_str().expect("UTF-8"))
+        .await
+        .expect("open");
+    let count = |batches: Vec<arrow::array::RecordBatch>| -> i64 {
+        use arrow::array::AsArray;
+        batches[0]
+            .column(0)
+            .as_primitive::<arrow::datatypes::Int64Type>()
+            .value(0)
+    };
+    let before = count(
+        run_sql(&session, "SELECT count(*) FROM append_09.append_09")
+            .await
+            .expect("count"),
+    );
+    run_sql(
+        &session,
+        "INSERT INTO append_09.append_09 SELECT * FROM append_09.append_09 LIMIT 3",
+    )
+    .await
+    .expect("insert");
+    let after = count(
+        run_sql(&session, "SELECT count(*) FROM append_09.append_09")
+            .await
+            .expect("count"),
+    );
+    assert_eq!(after, before + 3);
+    let magics = manifest_magics(&dir.path().join("append_09.db/append_09/manifest"));
+    assert!(
+        magics.iter().all(|(_, magic)| magic == "orc"),
+        "manifests of an orc table: {magics:?}"
+    );
+}
+
+/// `manifest.format` decides the format of every manifest list, manifest and index manifest a
+/// table gets (dynamic buckets and deletion vectors write index manifests).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manifest_format_option_chooses_the_format_written() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let session = PaimonSession::open(dir.path().to_str().expect("UTF-8"))
+        .await
+        .expect("open");
+    for format in ["avro", "orc", "parquet"] {
+        let statements = [
+            format!(
+                "CREATE TABLE t_{format} (k INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) \
+                 WITH ('manifest.format' = '{format}', 'deletion-vectors.enabled' = 'true', \
+                 'index-file-in-data-file-dir' = 'true')"
+            ),
+            format!("INSERT INTO t_{format} VALUES (1, 'a'), (2, 'b'), (3, 'c')"),
+            format!("INSERT INTO t_{format} VALUES (2, 'B')"),
+            format!("DELETE FROM t_{format} WHERE k = 3"),
+            format!("CALL sys.compact('default.t_{format}')"),
+        ];
+        for sql in &statements {
+            run_sql(&session, sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+        let rows = run_sql(&session, &format!("SELECT k, v FROM t_{format} ORDER BY k"))
+            .await
+            .expect("read");
+        let text = arrow::util::pretty::pretty_format_batches(&rows)
+            .expect("format")
+            .to_string();
+        assert!(
+            text.contains("| 1 | a |") && text.contains("| 2 | B |") && !text.contains("| 3 "),
+            "{format}: {text}"
+        );
+        let magics = manifest_magics(&dir.path().join(format!("default.db/t_{format}/manifest")));
+        let kinds: BTreeSet<&str> = magics.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(
+            kinds,
+            ["index-manifest", "manifest", "manifest-list"]
+                .into_iter()
+                .collect()
+        );
+        assert!(magics.iter().all(|(_, m)| m == format), "{format}: {magics:?}");
+        // The deletion vectors and the dynamic-bucket index sit beside the data files.
+        let index_dir = dir.path().join(format!("default.db/t_{format}/index"));
+        assert!(!index_dir.exists(), "{format}: index files went to index/");
+    }
+}
