@@ -237,20 +237,32 @@ impl PaimonDatabase {
         name: &str,
         options: &BTreeMap<String, String>,
     ) -> Result<Option<Arc<dyn TableProvider>>> {
-        let (base, system) = match name.split_once('$') {
-            Some((b, s)) => (b, Some(s.to_ascii_lowercase())),
-            None => (name, None),
-        };
-        let meta = Arc::new(TableMeta::with_manifest_cache(
-            self.io.child(base),
-            Arc::clone(&self.manifests),
-        ));
+        let TableName { base, branch, system } = TableName::parse(name);
+        // `SET paimon.branch = 'b'` (or the hint): the branch unless the name gives one
+        let option_branch = options
+            .get("branch")
+            .map(|b| b.trim())
+            .filter(|b| !b.is_empty() && *b != "main");
+        let branch = branch.or(option_branch);
+        let mut io = self.io.child(base);
+        if let Some(branch) = branch {
+            io = io.on_branch(branch);
+        }
+        let meta = Arc::new(TableMeta::with_manifest_cache(io, Arc::clone(&self.manifests)));
         // one listing of the schema directory tells whether the table exists and which
         // schema a read of its latest state uses (the file decoded once per catalog)
         let Some(latest) = meta.latest_schema_if_any().await? else {
+            if let Some(branch) = branch {
+                if self.table_names.iter().any(|t| t == base) {
+                    return plan_err!("Branch '{branch}' of table {}.{base} does not exist", self.name);
+                }
+            }
             return Ok(None);
         };
-        let full_name = format!("{}.{base}", self.name);
+        let full_name = match branch {
+            Some(branch) => format!("{}.{base}$branch_{branch}", self.name),
+            None => format!("{}.{base}", self.name),
+        };
         if let Some(sys) = system {
             return system_tables::load(&sys, &full_name, meta, options)
                 .await
@@ -258,6 +270,47 @@ impl PaimonDatabase {
         }
         let table = open_table_with_latest(full_name, meta, options, ReadView::Table, Some(latest)).await?;
         Ok(Some(Arc::new(table)))
+    }
+}
+
+/// A table reference: `t`, `t$system`, `t$branch_<name>` or `t$branch_<name>$system`.
+#[derive(Debug, PartialEq)]
+struct TableName<'a> {
+    base: &'a str,
+    /// `None` for the main branch (also when named `main`).
+    branch: Option<&'a str>,
+    /// Lower case.
+    system: Option<String>,
+}
+
+impl<'a> TableName<'a> {
+    fn parse(name: &'a str) -> Self {
+        let Some((base, rest)) = name.split_once('$') else {
+            return TableName {
+                base: name,
+                branch: None,
+                system: None,
+            };
+        };
+        let is_branch =
+            rest.len() > "branch_".len() && rest[.."branch_".len()].eq_ignore_ascii_case("branch_");
+        if !is_branch {
+            return TableName {
+                base,
+                branch: None,
+                system: Some(rest.to_ascii_lowercase()),
+            };
+        }
+        let after = &rest["branch_".len()..];
+        let (branch, system) = match after.split_once('$') {
+            Some((b, s)) => (b, Some(s.to_ascii_lowercase())),
+            None => (after, None),
+        };
+        TableName {
+            base,
+            branch: (branch != "main").then_some(branch),
+            system,
+        }
     }
 }
 
@@ -320,6 +373,28 @@ impl SchemaProvider for PaimonDatabase {
     fn deregister_table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
         let mut tables = self.session_tables.write().expect("lock is never poisoned");
         Ok(tables.get_mut(&self.name).and_then(|t| t.remove(name)))
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::TableName;
+
+    #[test]
+    fn branch_and_system_suffixes() {
+        let parse = |n| {
+            let t = TableName::parse(n);
+            (t.base, t.branch, t.system)
+        };
+        assert_eq!(parse("t"), ("t", None, None));
+        assert_eq!(parse("t$Files"), ("t", None, Some("files".into())));
+        assert_eq!(parse("t$branch_rt"), ("t", Some("rt"), None));
+        assert_eq!(
+            parse("t$branch_rt$snapshots"),
+            ("t", Some("rt"), Some("snapshots".into()))
+        );
+        assert_eq!(parse("t$branch_main"), ("t", None, None));
+        assert_eq!(parse("t$branches"), ("t", None, Some("branches".into())));
     }
 }
 

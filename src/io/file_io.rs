@@ -38,7 +38,13 @@ pub(crate) struct FileIO {
     root_url: String,
     /// Shared by this FileIO and every one below it (the catalog's tables).
     footers: Arc<FooterCache>,
+    /// A table's branch: its versioned metadata ([`BRANCH_DIRS`]) lives under
+    /// `branch/branch-<name>/`; data, manifests and index files are the table's.
+    branch: Option<Arc<str>>,
 }
+
+/// The directories of a table that each branch keeps for itself (Paimon's `BranchManager`).
+pub(crate) const BRANCH_DIRS: &[&str] = &["schema", "snapshot", "tag", "changelog", "consumer"];
 
 impl FileIO {
     pub(crate) fn new(store: Arc<dyn ObjectStore>, root: Path, root_url: String) -> Self {
@@ -47,6 +53,37 @@ impl FileIO {
             root,
             root_url,
             footers: Arc::new(ByteLru::new(FOOTER_CACHE_BYTES, MAX_FOOTER_BYTES)),
+            branch: None,
+        }
+    }
+
+    /// This table's FileIO seen from branch `name`: `schema/`, `snapshot/`, `tag/`,
+    /// `changelog/` and `consumer/` resolve to `branch/branch-<name>/...`; everything else
+    /// (data, `manifest/`, `index/`) stays shared with the main branch.
+    pub(crate) fn on_branch(&self, name: &str) -> FileIO {
+        FileIO {
+            branch: Some(Arc::from(name)),
+            ..self.clone()
+        }
+    }
+
+    /// The branch this FileIO reads, if not the main one.
+    pub(crate) fn branch(&self) -> Option<&str> {
+        self.branch.as_deref()
+    }
+
+    /// `relative` as the table root sees it: a branch's own directories moved below
+    /// `branch/branch-<name>/`.
+    fn branch_relative<'a>(&self, relative: &'a str) -> std::borrow::Cow<'a, str> {
+        let Some(branch) = &self.branch else {
+            return relative.into();
+        };
+        let trimmed = relative.trim_start_matches('/');
+        let first = trimmed.split('/').next().unwrap_or("");
+        if BRANCH_DIRS.contains(&first) {
+            format!("branch/branch-{branch}/{trimmed}").into()
+        } else {
+            relative.into()
         }
     }
 
@@ -63,6 +100,7 @@ impl FileIO {
             root: self.path(rel),
             root_url: format!("{}/{}", self.root_url.trim_end_matches('/'), rel),
             footers: Arc::clone(&self.footers),
+            branch: None,
         }
     }
 
@@ -86,6 +124,7 @@ impl FileIO {
     }
 
     pub(crate) fn path(&self, relative: &str) -> Path {
+        let relative = self.branch_relative(relative);
         let mut p = self.root.clone();
         for part in relative.split('/').filter(|s| !s.is_empty()) {
             p = p.join(part);
@@ -95,6 +134,7 @@ impl FileIO {
 
     /// Human-readable location of a file, for error messages.
     pub(crate) fn display(&self, relative: &str) -> String {
+        let relative = self.branch_relative(relative);
         format!(
             "{}/{}",
             self.root_url.trim_end_matches('/'),

@@ -55,6 +55,11 @@ impl TableMeta {
         &self.io
     }
 
+    /// The metadata of this table's branch `name` (sharing the decoded manifests).
+    pub(crate) fn on_branch(&self, name: &str) -> TableMeta {
+        TableMeta::with_manifest_cache(self.io.on_branch(name), Arc::clone(&self.manifests))
+    }
+
     /// How this table's manifests are written (`manifest.format`), from the newest schema this
     /// handle has loaded, or from the latest one (a committer loads it before writing anyway).
     pub(crate) async fn manifest_format(&self) -> crate::error::Result<ManifestFormat> {

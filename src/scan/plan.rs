@@ -33,6 +33,9 @@ pub(crate) struct PlanRequest<'a> {
     /// `t$ro`: primary-key tables read only their top level (deletion-vector tables every
     /// level ≥ 1 with its vectors), each file as it is, without merging.
     pub(crate) read_optimized: bool,
+    /// Partitions (serialized) to leave out: a fallback branch reads only those its main
+    /// branch lacks.
+    pub(crate) skip_partitions: Option<&'a std::collections::HashSet<Vec<u8>>>,
 }
 
 /// The result of planning: splits plus every schema their files were written with.
@@ -69,6 +72,12 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
     let mut splits = Vec::new();
     let mut files_pruned = 0;
     for ((partition_bytes, bucket), entries) in &live.groups {
+        if req
+            .skip_partitions
+            .is_some_and(|skip| skip.contains(partition_bytes))
+        {
+            continue;
+        }
         if *bucket == -2 {
             // Postpone-bucket files are invisible to batch reads until they are assigned a
             // bucket by compaction (Paimon skips them too).

@@ -1,6 +1,7 @@
 //! One Paimon table as DataFusion sees it.
 
 mod definition;
+mod fallback;
 mod incremental;
 mod open;
 mod origin;

@@ -54,7 +54,15 @@ pub(crate) async fn open_table_with_latest(
     let after_only = options
         .get(crate::changelog::ALLOW_AFTER_ONLY)
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-    Ok(PaimonTable::try_new(name, meta, snapshot, schema, view)?
+    let fallback = match incremental {
+        None if view != ReadView::Changelog => {
+            super::fallback::open(&name, &meta, options, snapshot.as_ref(), &schema).await?
+        }
+        _ => None,
+    };
+    let mut table = PaimonTable::try_new(name, meta, snapshot, schema, view)?
         .with_incremental(incremental)
-        .with_after_only(after_only))
+        .with_after_only(after_only);
+    table.fallback = fallback.map(Arc::new);
+    Ok(table)
 }

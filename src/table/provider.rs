@@ -56,6 +56,11 @@ pub struct PaimonTable {
     pub(super) distributed: bool,
     /// The Flink `CREATE TABLE` of the table (`SHOW CREATE TABLE`); `None` for system tables.
     pub(super) definition: Option<String>,
+    /// `scan.fallback-branch`: batch reads take the partitions this table lacks from it.
+    pub(super) fallback: Option<Arc<PaimonTable>>,
+    /// Partitions (serialized) a scan leaves out: those of the main branch, when this table is
+    /// read as another's fallback.
+    pub(super) skip_partitions: Option<Arc<std::collections::HashSet<Vec<u8>>>>,
 }
 
 impl PaimonTable {
@@ -99,6 +104,8 @@ impl PaimonTable {
             single_partition: false,
             distributed: false,
             definition,
+            fallback: None,
+            skip_partitions: None,
             name,
         })
     }
@@ -321,7 +328,12 @@ impl TableProvider for PaimonTable {
                 self.incremental_scan(state, range, projection, filters, limit)
                     .await?
             }
-            None => self.batch_scan(state, projection, filters, limit).await?,
+            None => match &self.fallback {
+                Some(fallback) => {
+                    super::fallback::scan(self, fallback, state, projection, filters, limit).await?
+                }
+                None => self.batch_scan(state, projection, filters, limit).await?,
+            },
         };
         #[cfg(feature = "ballista")]
         if self.distributed && plan.properties().partitioning.partition_count() > 1 {
@@ -358,6 +370,7 @@ impl PaimonTable {
             options: &self.options,
             predicate: predicate.clone(),
             read_optimized: self.read_optimized,
+            skip_partitions: self.skip_partitions.as_deref(),
         })
         .await?;
         let pruning = crate::scan::pruning_predicate(&self.schema, predicate.as_ref())

@@ -38,14 +38,7 @@ pub(crate) async fn resolve_snapshot(
             return plan_err!("Option '{key}' is not supported by batch reads of table {table}");
         }
     }
-    if let Some(branch) = options
-        .get("branch")
-        .filter(|b| !b.trim().eq_ignore_ascii_case("main"))
-    {
-        return plan_err!(
-            "Option 'branch' = '{branch}' is not supported: reads of table {table} see its main branch only"
-        );
-    }
+    // (option `branch` is taken by the catalog, which opens the branch's metadata)
     let options = with_version_resolved(meta, table, options).await?;
     let chosen: Vec<&str> = SELECTORS
         .into_iter()

@@ -282,6 +282,7 @@ async fn batch_plan(req: &IncrementalPlanRequest<'_>, snapshot: &Snapshot) -> Re
         options: req.options,
         predicate: req.predicate.clone(),
         read_optimized: false,
+        skip_partitions: None,
     })
     .await
 }
