@@ -532,8 +532,42 @@ fn cast_column(array: &ArrayRef, target: &ArrowType) -> Result<ArrayRef> {
     if array.data_type() == target {
         return Ok(Arc::clone(array));
     }
-    if let (ArrowType::List(_), ArrowType::Map(entries, sorted)) = (array.data_type(), target) {
-        return list_of_entries_as_map(array, entries, *sorted);
+    match (array.data_type(), target) {
+        (ArrowType::List(_), ArrowType::Map(entries, sorted)) => {
+            return list_of_entries_as_map(array, entries, *sorted)
+        }
+        // a MAP inside: its entries conformed one level down (an Avro map of such maps)
+        (ArrowType::Map(_, _), ArrowType::Map(entries, sorted)) => {
+            use arrow::array::{Array, AsArray, MapArray, StructArray};
+            let map = array.as_map();
+            let ArrowType::Struct(kv) = entries.data_type() else {
+                return Ok(cast_with_options(array, target, &CastOptions::default())?);
+            };
+            let columns = vec![
+                cast_column(map.keys(), kv[0].data_type())?,
+                cast_column(map.values(), kv[1].data_type())?,
+            ];
+            let entries_array = StructArray::try_new(kv.clone(), columns, None)?;
+            return Ok(Arc::new(MapArray::try_new(
+                Arc::clone(entries),
+                map.offsets().clone(),
+                entries_array,
+                map.nulls().cloned(),
+                *sorted,
+            )?));
+        }
+        (ArrowType::List(_), ArrowType::List(item)) => {
+            use arrow::array::{Array, AsArray, ListArray};
+            let list = array.as_list::<i32>();
+            let values = cast_column(list.values(), item.data_type())?;
+            return Ok(Arc::new(ListArray::try_new(
+                Arc::clone(item),
+                list.offsets().clone(),
+                values,
+                list.nulls().cloned(),
+            )?));
+        }
+        _ => {}
     }
     let options = CastOptions {
         safe: false,

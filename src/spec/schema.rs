@@ -49,7 +49,13 @@ impl TableSchema {
             .and_then(Value::as_array)
             .ok_or_else(|| bad("fields"))?
             .iter()
-            .map(|f| DataField::from_json(f).map_err(|e| Error::corrupt(path, e)))
+            .map(|f| {
+                DataField::from_json(f).map_err(|e| match e {
+                    // a type this crate does not read is not a damaged file
+                    Error::Unsupported(what) => Error::Unsupported(format!("{what} in schema file {path}")),
+                    other => Error::corrupt(path, other),
+                })
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut options = BTreeMap::new();
         if let Some(o) = v.get("options").and_then(Value::as_object) {

@@ -49,6 +49,7 @@ const READ_OPTIONS: &[&str] = &[
     "source.split.open-file-cost",
     "lookup.cache-max-memory-size",
     "branch",
+    "deletion-vectors.merge-on-read",
 ];
 
 /// Whether `key` (without `paimon.`) is an option a session may meaningfully set: a read

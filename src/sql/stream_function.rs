@@ -106,7 +106,12 @@ async fn open_call(
     args: &[String],
 ) -> Result<Arc<dyn TableProvider>> {
     let table = args[0].trim();
-    let options = StreamOptions::parse(&args[1..])?;
+    let session = catalog
+        .read_options()
+        .read()
+        .expect("options lock is never poisoned")
+        .clone();
+    let options = StreamOptions::parse_over(&session, &args[1..])?;
     let parts: Vec<String> = table.split('.').map(|s| s.trim().to_string()).collect();
     let name = resolve_table_in(current_database, &ObjectRef { parts })?;
     let schema = catalog

@@ -38,8 +38,32 @@ pub(crate) struct StreamOptions {
 
 impl StreamOptions {
     /// Parses `'key=value'` arguments; unknown keys are errors naming them.
+    #[cfg(test)]
     pub(crate) fn parse(args: &[String]) -> Result<Self> {
+        Self::parse_over(&BTreeMap::new(), args)
+    }
+
+    /// As [`StreamOptions::parse`], over the session's read options (`SET paimon.*`), which
+    /// the arguments override. A session option a stream does not apply is an error naming it,
+    /// never ignored.
+    pub(crate) fn parse_over(session: &BTreeMap<String, String>, args: &[String]) -> Result<Self> {
+        const APPLIED: &[&str] = &[
+            "scan.mode",
+            "scan.snapshot-id",
+            "scan.timestamp-millis",
+            "consumer-id",
+            "continuous.discovery-interval",
+        ];
         let mut map = BTreeMap::new();
+        for (k, v) in session {
+            if !APPLIED.contains(&k.as_str()) {
+                return plan_err!(
+                    "Option '{k}' set for this session does not apply to paimon_stream (it takes {}): RESET paimon.{k} first",
+                    APPLIED.join(", ")
+                );
+            }
+            map.insert(k.clone(), v.clone());
+        }
         for arg in args {
             let (k, v) = arg
                 .split_once('=')

@@ -33,6 +33,28 @@ const READS: &[&str] = &[
     "SELECT * FROM {t$partitions}",
 ];
 
+/// Tables whose reads still fail, each with the words its error must contain: the feature it
+/// names. Issue 42 stays open for them; a read that starts to work (or fails otherwise) fails
+/// [`every_java_table_reads`] until the table leaves this list.
+const NOT_YET_READ: &[(&str, &str)] = &[
+    (
+        "append_table_alter_table_with_cast_with_data_evolution",
+        "data evolution",
+    ),
+    ("data_evolution_with_dense_stats", "data evolution"),
+    ("data_evolution_with_index", "data evolution"),
+    ("append_table_with_multi_blob", "unsupported: data type 'BLOB'"),
+    (
+        "blob_append_table_alter_table_with_cast_with_data_evolution",
+        "unsupported: data type 'BLOB",
+    ),
+    (
+        "blob_data_evolution_with_dense_stats",
+        "unsupported: data type 'BLOB'",
+    ),
+    ("blob_desc_field", "unsupported: data type 'BLOB'"),
+];
+
 fn java_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/java-paimon")
 }
@@ -85,6 +107,10 @@ async fn every_java_table_reads() {
             .expect("warehouse opens");
         for (db, table) in tables(warehouse) {
             count += 1;
+            let pending = NOT_YET_READ
+                .iter()
+                .find(|(t, _)| *t == table)
+                .map(|(_, why)| *why);
             for read in READS {
                 let sql = read
                     .replace("{t}", &quoted(&db, &table, ""))
@@ -93,8 +119,22 @@ async fn every_java_table_reads() {
                     .replace("{t$files}", &quoted(&db, &table, "$files"))
                     .replace("{t$manifests}", &quoted(&db, &table, "$manifests"))
                     .replace("{t$partitions}", &quoted(&db, &table, "$partitions"));
-                if let Err(e) = run_sql(&session, &sql).await {
-                    failures.push(format!("{warehouse}/{db}.{table}: `{sql}`: {e}"));
+                let result = run_sql(&session, &sql).await;
+                match (pending, result) {
+                    (None, Err(e)) => failures.push(format!("{warehouse}/{db}.{table}: `{sql}`: {e}")),
+                    // the feature named, where the read needs it (metadata tables may work)
+                    (Some(why), Err(e)) if !e.to_string().contains(why) => failures.push(format!(
+                        "{warehouse}/{db}.{table}: `{sql}` fails without naming '{why}': {e}"
+                    )),
+                    _ => {}
+                }
+            }
+            if let Some(why) = pending {
+                let sql = format!("SELECT * FROM {}", quoted(&db, &table, ""));
+                if run_sql(&session, &sql).await.is_ok() {
+                    failures.push(format!(
+                        "{warehouse}/{db}.{table} reads now: take it off NOT_YET_READ ({why})"
+                    ));
                 }
             }
         }
@@ -128,20 +168,14 @@ java_expected! {
     append_09 => ("parquet", "append_09.append_09"),
     append_10 => ("parquet", "append_10.append_10"),
     append_complex_build_in_fieldid => ("parquet", "append_complex_build_in_fieldid.append_complex_build_in_fieldid"),
-    append_alter_cast_data_evolution => ("parquet", "append_table_alter_table_with_cast_with_data_evolution.append_table_alter_table_with_cast_with_data_evolution"),
     append_row_tracking_with_compact => ("parquet", "append_table_row_tracking_with_compact.append_table_row_tracking_with_compact"),
     append_pt_branch => ("parquet", "append_table_with_append_pt_branch.append_table_with_append_pt_branch"),
-    append_multi_blob => ("parquet", "append_table_with_multi_blob.append_table_with_multi_blob"),
     append_rt_branch => ("parquet", "append_table_with_rt_branch.append_table_with_rt_branch"),
     append_with_bitmap => ("parquet", "append_with_bitmap.append_with_bitmap"),
     append_empty_partition => ("parquet", "append_with_empty_partition.append_with_empty_partition"),
     append_empty_partition_empty_value => ("parquet", "append_with_empty_partition_with_empty_value.append_with_empty_partition_with_empty_value"),
     append_empty_partition_specific_name => ("parquet", "append_with_empty_partition_with_specific_name.append_with_empty_partition_with_specific_name"),
     append_ts_precision_timezone => ("parquet", "append_with_multiple_ts_precision_and_timezone.append_with_multiple_ts_precision_and_timezone"),
-    blob_alter_cast_data_evolution => ("parquet", "blob_append_table_alter_table_with_cast_with_data_evolution.blob_append_table_alter_table_with_cast_with_data_evolution"),
-    blob_data_evolution_dense_stats => ("parquet", "blob_data_evolution_with_dense_stats.blob_data_evolution_with_dense_stats"),
-    data_evolution_dense_stats => ("parquet", "data_evolution_with_dense_stats.data_evolution_with_dense_stats"),
-    data_evolution_with_index => ("parquet", "data_evolution_with_index.data_evolution_with_index"),
     pk_09 => ("parquet", "pk_09.pk_09"),
     pk_dv_index_in_data => ("parquet", "pk_dv_index_in_data_no_external.pk_dv_index_in_data_no_external"),
     pk_dv_index_not_in_data => ("parquet", "pk_dv_index_not_in_data_no_external.pk_dv_index_not_in_data_no_external"),
@@ -166,9 +200,16 @@ fn every_java_expected_folder_is_checked() {
             present.insert((warehouse.to_string(), name));
         }
     }
+    // the expected results of tables on NOT_YET_READ wait for them
     let checked: BTreeSet<(String, String)> = CHECKED
         .iter()
         .map(|(w, t)| (w.to_string(), t.to_string()))
+        .chain(
+            NOT_YET_READ
+                .iter()
+                .map(|(t, _)| ("parquet".to_string(), format!("{t}.{t}"))),
+        )
+        .filter(|(w, t)| java_root().join("expected").join(w).join(t).is_dir())
         .collect();
     assert_eq!(
         present, checked,

@@ -120,6 +120,7 @@ pub(crate) fn validate_schema(schema: &TableSchema, table: &str) -> Result<()> {
     ctx.changelog_and_modes()?;
     ctx.retention()?;
     crate::format::WriteFormat::check_options(&schema.options)?;
+    crate::meta::ManifestFormat::of_options(&schema.options)?;
     crate::maintenance::auto_tags::AutoTags::parse(table, &schema.options)?;
     crate::compact::check_record_expire_options(schema)?;
     ctx.misc()
