@@ -5,19 +5,26 @@
 //! Layers, lowest first; a module only imports from layers below it:
 //!
 //! ```text
-//! spec -> io -> meta -> merge -> scan -> table -> system_tables -> catalog -> sql -> bin
+//! spec, bitmap -> io, progress, deletion_vector -> format, dynamic_bucket -> meta -> merge
+//!   -> scan -> changelog, stream -> compact, write, maintenance -> table -> distributed,
+//!   system_tables -> catalog -> sql -> bin
 //! ```
 //!
-//! * [`spec`]: the on-disk format as plain data (schemas, snapshots, manifests, BinaryRow).
-//! * `io`: bytes and Parquet files on an `ObjectStore`.
+//! * [`spec`]: the on-disk format as plain data (schemas, snapshots, manifests, BinaryRow, paths).
+//! * `bitmap`: roaring bitmaps in Paimon's byte layouts.
+//! * `io`: bytes and Parquet footers on an `ObjectStore`; a table's `FileIO` seen from a branch.
 //! * [`progress`]: live counters of the running statement (a session extension any layer adds to).
-//! * `meta`: snapshots, schemas, tags and manifests of one table.
-//! * `merge`: k-way merge of sorted runs with arrow-row keys.
+//! * `deletion_vector`: where each data file's vector is, and decoding it.
+//! * `format`: Parquet, ORC and Avro data files (and the ORC / Parquet manifest encodings).
+//! * `meta`: snapshots, schemas, tags and manifests of one table (in Avro, ORC or Parquet).
+//! * `merge`: k-way merge of sorted runs with arrow-row keys, merge engines.
 //! * `scan`: merge-on-read planning and the `PaimonScanExec` plan node; incremental reads
 //!   (`incremental-between*` options) and the `PaimonIncrementalScanExec` plan node.
-//! * `table`: one table as a DataFusion `TableProvider`, time travel.
+//! * `changelog`, `stream`: `t$changelog` (ChangelogNormalize) and tailing reads.
+//! * `compact`, `write`, `maintenance`: compaction, the INSERT/DELETE/UPDATE sink, expiration.
+//! * `table`: one table as a DataFusion `TableProvider`, time travel, the fallback branch.
 //! * `system_tables`: `t$snapshots`, `t$files`, `t$audit_log`, `t$binlog`, ...
-//! * `catalog`: a warehouse as a DataFusion catalog.
+//! * `catalog`: a warehouse as a DataFusion catalog (`t$branch_<name>`, `t$system`).
 //! * [`sql`]: session set-up (`SET paimon.*` options, default catalog, the table function
 //!   `paimon_incremental_query`).
 //! * `distributed` (feature `ballista`): plan codecs for Apache Ballista, on top of `table`.
