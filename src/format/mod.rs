@@ -17,11 +17,13 @@
 //! `PARQUET:field_id` field metadata (used by Parquet; ORC and Avro files are matched by name).
 
 mod avro;
+mod blob;
 mod orc;
 mod orc_write;
 mod parquet;
 mod value_filter;
 
+pub(crate) use blob::decode as decode_blob_file;
 pub(crate) use parquet::{intersect_ranges, rows_read};
 pub(crate) use value_filter::{FileValueFilter, ValueFilter};
 

@@ -556,6 +556,9 @@ fn cast_column(array: &ArrayRef, target: &ArrowType) -> Result<ArrayRef> {
                 *sorted,
             )?));
         }
+        // Paimon casts a timestamp to a string as `yyyy-MM-dd HH:mm:ss[.fraction]`, with the
+        // digits of its precision (Arrow's cast puts a `T` between date and time)
+        (ArrowType::Timestamp(unit, None), ArrowType::Utf8) => return timestamp_strings(array, *unit),
         (ArrowType::List(_), ArrowType::List(item)) => {
             use arrow::array::{Array, AsArray, ListArray};
             let list = array.as_list::<i32>();
@@ -574,6 +577,66 @@ fn cast_column(array: &ArrayRef, target: &ArrowType) -> Result<ArrayRef> {
         ..Default::default()
     };
     Ok(cast_with_options(array, target, &options)?)
+}
+
+/// Timestamps as Paimon's `CAST(ts AS STRING)` writes them.
+fn timestamp_strings(array: &ArrayRef, unit: arrow::datatypes::TimeUnit) -> Result<ArrayRef> {
+    use arrow::datatypes::{
+        TimeUnit, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+        TimestampSecondType,
+    };
+    let micros_or_nanos = |v: i64, per_second: i64, digits: usize| -> Option<String> {
+        let (secs, frac) = (v.div_euclid(per_second), v.rem_euclid(per_second));
+        let dt = chrono::DateTime::from_timestamp(secs, 0)?;
+        let mut text = dt.format("%Y-%m-%d %H:%M:%S").to_string();
+        if digits > 0 {
+            text.push_str(&format!(".{frac:0digits$}"));
+        }
+        Some(text)
+    };
+    let (values, per_second, digits): (Vec<Option<i64>>, i64, usize) = match unit {
+        TimeUnit::Second => (
+            array
+                .as_any()
+                .downcast_ref::<arrow::array::PrimitiveArray<TimestampSecondType>>()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default(),
+            1,
+            0,
+        ),
+        TimeUnit::Millisecond => (
+            array
+                .as_any()
+                .downcast_ref::<arrow::array::PrimitiveArray<TimestampMillisecondType>>()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default(),
+            1_000,
+            3,
+        ),
+        TimeUnit::Microsecond => (
+            array
+                .as_any()
+                .downcast_ref::<arrow::array::PrimitiveArray<TimestampMicrosecondType>>()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default(),
+            1_000_000,
+            6,
+        ),
+        TimeUnit::Nanosecond => (
+            array
+                .as_any()
+                .downcast_ref::<arrow::array::PrimitiveArray<TimestampNanosecondType>>()
+                .map(|a| a.iter().collect())
+                .unwrap_or_default(),
+            1_000_000_000,
+            9,
+        ),
+    };
+    let strings: arrow::array::StringArray = values
+        .into_iter()
+        .map(|v| v.and_then(|v| micros_or_nanos(v, per_second, digits)))
+        .collect();
+    Ok(Arc::new(strings))
 }
 
 /// A MAP whose keys are not strings, as Java's Avro writer stores it: an array of key/value

@@ -4,6 +4,7 @@
 mod binlog;
 mod bucket_filter;
 mod dense_rows;
+mod evolution;
 mod exec;
 mod file_read;
 pub(crate) mod incremental;

@@ -61,6 +61,7 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
         && (!req.options.dv_merge_on_read || req.read_optimized);
     let partition_types = req.schema.partition_types();
     let is_pk = req.schema.has_primary_key();
+    let data_evolution = !is_pk && super::evolution::enabled(req.schema);
     let pruning = pruning_predicate(req.schema, req.predicate.as_ref());
     let bucket_filter = if req.options.bucket > 0 {
         BucketFilter::new(req.schema, req.predicate.as_ref())
@@ -89,9 +90,6 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
                 continue;
             }
         }
-        for e in entries {
-            check_whole_rows(req.meta, e).await?;
-        }
         let partition = BinaryRow::decode(partition_bytes, &partition_types)?.values;
         let mut files: Vec<&ManifestEntry> = entries.iter().collect();
         let skip_level0 = req.options.merge_engine == MergeEngine::FirstRow
@@ -108,7 +106,9 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
             files.retain(|e| if dv { e.file.level > 0 } else { e.file.level == top });
         }
         load_file_schemas(req.meta, &files, &mut file_schemas).await?;
-        if let Some(p) = &pruning {
+        // A data-evolution file holds some columns of its rows: its statistics say nothing of
+        // the others, so no file of a row-id group is dropped on its own.
+        if let Some(p) = pruning.as_ref().filter(|_| !data_evolution) {
             let before = files.len();
             files = prune_files(p, req.schema, &partition, files, &file_schemas)?;
             files_pruned += before - files.len();
@@ -129,7 +129,9 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
                 Ok(file)
             })
             .collect::<Result<Vec<_>>>()?;
-        let sections = if dv_no_merge || !is_pk || req.read_optimized {
+        let sections = if data_evolution {
+            super::evolution::row_id_groups(split_files)
+        } else if dv_no_merge || !is_pk || req.read_optimized {
             split_files.into_iter().map(|f| vec![vec![f]]).collect()
         } else if lookup_read(req.schema, req.options) {
             level_runs(split_files)
@@ -280,22 +282,6 @@ impl FileStats {
 /// A data file of a data-evolution table may hold only some columns of its rows (`write_cols`),
 /// the others living in other files with the same row ids; reading those rows needs a merge by
 /// row id this crate does not do, so such a file is refused by name.
-async fn check_whole_rows(meta: &TableMeta, entry: &ManifestEntry) -> Result<()> {
-    let Some(written) = &entry.file.write_cols else {
-        return Ok(());
-    };
-    let schema = meta.schema(entry.file.schema_id).await?;
-    if let Some(missing) = schema.fields.iter().find(|f| !written.contains(&f.name)) {
-        return datafusion::common::not_impl_err!(
-            "Data file {} of table {} holds only some columns of its rows (data evolution; '{}' is in another file): reading such tables is not supported",
-            entry.file.file_name,
-            meta.io().root_url(),
-            missing.name
-        );
-    }
-    Ok(())
-}
-
 /// (min, max, null count) of the column with `field_id` in one file, if recorded.
 pub(crate) fn column_stat(
     file: &DataFileMeta,
@@ -304,23 +290,47 @@ pub(crate) fn column_stat(
     is_pk: bool,
 ) -> Option<(ScalarValue, ScalarValue, Option<u64>)> {
     let name = &file_schema.field_by_id(field_id)?.name;
-    let (stats, covered): (_, Vec<&crate::spec::DataField>) = if is_pk {
-        (&file.key_stats, file_schema.trimmed_primary_keys())
-    } else {
-        let covered = match &file.value_stats_cols {
-            Some(cols) => cols.iter().filter_map(|c| file_schema.field(c)).collect(),
-            None => file_schema.fields.iter().collect(),
-        };
-        (&file.value_stats, covered)
+    if is_pk {
+        let keys = file_schema.trimmed_primary_keys();
+        let pos = keys.iter().position(|f| &f.name == name)?;
+        let types: Vec<_> = keys.iter().map(|f| Some(f.data_type.clone())).collect();
+        return stat_at(&file.key_stats, &types, pos);
+    }
+    // The value statistics cover `_VALUE_STATS_COLS`, else the columns the file holds
+    // (`_WRITE_COLS`: a data-evolution file holds some columns of its rows, a compacted
+    // row-tracking file also `_ROW_ID` and `_SEQUENCE_NUMBER`), else every column of its schema.
+    let names: Vec<&str> = match (&file.value_stats_cols, &file.write_cols) {
+        (Some(cols), _) | (None, Some(cols)) => cols.iter().map(String::as_str).collect(),
+        (None, None) => file_schema.fields.iter().map(|f| f.name.as_str()).collect(),
     };
-    let pos = covered.iter().position(|f| &f.name == name)?;
-    let types: Vec<_> = covered
+    let pos = names.iter().position(|n| *n == name.as_str())?;
+    let types: Vec<_> = names.iter().map(|n| stats_column_type(file_schema, n)).collect();
+    stat_at(&file.value_stats, &types, pos)
+}
+
+/// The type of a column the statistics of a file written with `file_schema` cover: one of its
+/// fields, or a row-tracking column.
+fn stats_column_type(file_schema: &TableSchema, name: &str) -> Option<crate::spec::DataType> {
+    match file_schema.field(name) {
+        Some(f) => Some(f.data_type.clone()),
+        None if name == crate::spec::ROW_ID || name == crate::spec::SEQUENCE_NUMBER => {
+            crate::spec::parse_type_string("BIGINT").ok()
+        }
+        None => None,
+    }
+}
+
+/// (min, max, null count) at `pos` of statistics whose columns have `types`; none when a type
+/// is unknown (its slot could not be decoded).
+fn stat_at(
+    stats: &crate::spec::SimpleStats,
+    types: &[Option<crate::spec::DataType>],
+    pos: usize,
+) -> Option<(ScalarValue, ScalarValue, Option<u64>)> {
+    let types: Vec<_> = types
         .iter()
-        .map(|f| crate::spec::DataType {
-            nullable: true,
-            ..f.data_type.clone()
-        })
-        .collect();
+        .map(|t| t.clone().map(|t| crate::spec::DataType { nullable: true, ..t }))
+        .collect::<Option<Vec<_>>>()?;
     let mins = BinaryRow::decode(&stats.min_values, &types).ok()?;
     let maxs = BinaryRow::decode(&stats.max_values, &types).ok()?;
     let nulls = stats

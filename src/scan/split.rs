@@ -38,6 +38,10 @@ pub(crate) struct SplitFile {
     /// Only these rows of the file, by position: a piece of a big single-run section
     /// (`parallel::row_pieces`); `None` reads the whole file.
     pub(crate) rows: Option<Range<usize>>,
+    /// Row tracking: the row id of the file's first row (`_FIRST_ROW_ID`).
+    pub(crate) first_row_id: Option<i64>,
+    /// The columns the file holds, named as in its schema (`_WRITE_COLS`; `None`: all).
+    pub(crate) write_cols: Option<Arc<[String]>>,
 }
 
 #[cfg(test)]
@@ -59,6 +63,8 @@ impl SplitFile {
             deletion: None,
             snapshot_id: None,
             rows: None,
+            first_row_id: None,
+            write_cols: None,
         }
     }
 }
@@ -108,6 +114,8 @@ impl SplitFile {
             deletion: None,
             snapshot_id: None,
             rows: None,
+            first_row_id: file.first_row_id,
+            write_cols: file.write_cols.as_deref().map(Arc::from),
         })
     }
 }
@@ -301,6 +309,8 @@ mod tests {
             level: 0,
             min_sequence_number: 0,
             max_sequence_number: 0,
+            first_row_id: None,
+            write_cols: None,
         }
     }
 

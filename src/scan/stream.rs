@@ -226,6 +226,21 @@ pub(crate) fn section_stream(
         },
         ..RunRead::unmerged()
     };
+    if !layout.with_system_columns && runs.len() > 1 {
+        // Append table with data evolution: the files of a row-id group, stitched.
+        let only_fields = match read {
+            SectionRead::Diff => None,
+            SectionRead::Query { .. } => Some(output_fields(ctx)),
+        };
+        return Ok(super::evolution::group_stream(
+            ctx,
+            dir,
+            runs,
+            batch_size,
+            only_fields,
+            metrics,
+        ));
+    }
     if !layout.with_system_columns {
         // Append table: every file is its own section; nothing to merge or drop.
         let files = runs.into_iter().flatten().collect();

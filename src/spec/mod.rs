@@ -31,7 +31,7 @@ pub use manifest::{
 pub use options::{parse_memory_size, MergeEngine, TableOptions};
 pub use schema::TableSchema;
 pub use snapshot::{Snapshot, Tag};
-pub use types::{DataField, DataType, TypeKind};
+pub use types::{parse_type_string, DataField, DataType, TypeKind};
 
 /// Row kinds as stored in `_VALUE_KIND`.
 pub mod row_kind {
@@ -57,6 +57,13 @@ pub mod row_kind {
 
 /// Name of the system sequence-number column in primary-key data files.
 pub const SEQUENCE_NUMBER: &str = "_SEQUENCE_NUMBER";
+/// Row tracking (`row-tracking.enabled`): the row id column, and the field ids Paimon gives
+/// `_ROW_ID` and `_SEQUENCE_NUMBER` when a reader asks for them (`SpecialFields`).
+pub const ROW_ID: &str = "_ROW_ID";
+/// Field id of `_ROW_ID`.
+pub const ROW_ID_FIELD_ID: i32 = i32::MAX - 5;
+/// Field id of `_SEQUENCE_NUMBER`.
+pub const SEQUENCE_NUMBER_FIELD_ID: i32 = i32::MAX - 1;
 /// Name of the row-kind column in primary-key data files.
 pub const VALUE_KIND: &str = "_VALUE_KIND";
 /// Prefix of the key columns in primary-key data files.

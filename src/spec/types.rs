@@ -31,7 +31,10 @@ pub enum TypeKind {
     VarChar(u32),
     Binary(u32),
     VarBinary(u32),
-    Decimal { precision: u8, scale: i8 },
+    Decimal {
+        precision: u8,
+        scale: i8,
+    },
     Date,
     Time(u8),
     Timestamp(u8),
@@ -41,6 +44,9 @@ pub enum TypeKind {
     Map(Box<DataType>, Box<DataType>),
     Row(Vec<DataField>),
     Variant,
+    /// `BLOB` (Paimon 1.4): large binary objects, kept in `.blob` files beside the data (or as
+    /// descriptors inline, `blob-descriptor-field`); read as their bytes.
+    Blob,
 }
 
 /// A named column with a stable field id (format.md §2.2).
@@ -145,6 +151,7 @@ impl DataType {
             TypeKind::Double => ArrowType::Float64,
             TypeKind::Char(_) | TypeKind::VarChar(_) => ArrowType::Utf8,
             TypeKind::Binary(_) | TypeKind::VarBinary(_) | TypeKind::Variant => ArrowType::Binary,
+            TypeKind::Blob => ArrowType::LargeBinary,
             TypeKind::Decimal { precision, scale } => ArrowType::Decimal128(*precision, *scale),
             TypeKind::Date => ArrowType::Date32,
             TypeKind::Time(_) => ArrowType::Time32(TimeUnit::Millisecond),
@@ -331,6 +338,7 @@ pub fn parse_type_string(s: &str) -> Result<DataType> {
         "TIMESTAMP" | "TIMESTAMP WITHOUT TIME ZONE" => TypeKind::Timestamp(arg(0, 6) as u8),
         "TIMESTAMP_LTZ" | "TIMESTAMP WITH LOCAL TIME ZONE" => TypeKind::LocalZonedTimestamp(arg(0, 6) as u8),
         "VARIANT" => TypeKind::Variant,
+        "BLOB" => TypeKind::Blob,
         _ => return Err(Error::Unsupported(format!("data type '{s}'"))),
     };
     Ok(DataType { kind, nullable })
@@ -371,6 +379,7 @@ impl std::fmt::Display for DataType {
                 write!(f, ">")?;
             }
             TypeKind::Variant => write!(f, "VARIANT")?,
+            TypeKind::Blob => write!(f, "BLOB")?,
         }
         if !self.nullable {
             write!(f, " NOT NULL")?;
