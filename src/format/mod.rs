@@ -23,7 +23,7 @@ mod orc_write;
 mod parquet;
 mod value_filter;
 
-pub(crate) use blob::decode as decode_blob_file;
+pub(crate) use blob::{decode as decode_blob_file, BlobDescriptor};
 pub(crate) use parquet::{intersect_ranges, rows_read};
 pub(crate) use value_filter::{FileValueFilter, ValueFilter};
 

@@ -29,6 +29,30 @@ use super::metrics::ScanMetrics;
 use super::split::SplitFile;
 use crate::spec::{TableSchema, ROW_ID_FIELD_ID, SEQUENCE_NUMBER_FIELD_ID};
 
+/// How the `BLOB` columns of a table read.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BlobRead {
+    /// Field ids of the columns stored inline as descriptors (`blob-descriptor-field`): read as
+    /// the bytes they describe.
+    descriptor_fields: Vec<i32>,
+    /// `blob-as-descriptor`: every BLOB column reads as descriptors of its bytes.
+    as_descriptor: bool,
+}
+
+impl BlobRead {
+    pub(crate) fn of(schema: &TableSchema, options: &crate::spec::TableOptions) -> Self {
+        BlobRead {
+            descriptor_fields: options
+                .blob_descriptor_fields
+                .iter()
+                .filter_map(|name| schema.field(name))
+                .map(|f| f.id)
+                .collect(),
+            as_descriptor: options.blob_as_descriptor,
+        }
+    }
+}
+
 /// Whether `schema`'s table stitches rows from several files.
 pub(crate) fn enabled(schema: &TableSchema) -> bool {
     schema
@@ -248,7 +272,16 @@ async fn read_group(
     for (i, owner) in owners.iter().enumerate() {
         let target = layout.schema.field(i).data_type();
         columns.push(match owner {
-            Owner::Data(d) => Arc::clone(read[*d].as_ref().expect("read above").column(i)),
+            Owner::Data(d) => {
+                let column = Arc::clone(read[*d].as_ref().expect("read above").column(i));
+                let field = &layout.fields[i];
+                if ctx.blobs.descriptor_fields.contains(&field.id) && !ctx.blobs.as_descriptor {
+                    let bytes = described_bytes(ctx, &field.name, &column, &store).await?;
+                    arrow::compute::cast(&bytes, target)?
+                } else {
+                    column
+                }
+            }
             Owner::Blob(id) => {
                 let files: Vec<&SplitFile> = blobs
                     .iter()
@@ -293,10 +326,12 @@ async fn blob_column(
     metrics: &ScanMetrics,
 ) -> Result<ArrayRef> {
     let mut decoded = Vec::with_capacity(files.len());
+    let mut uris = Vec::with_capacity(files.len());
     for file in files {
         let path = ctx
             .table_io
             .data_file_path(dir, &file.file_name, file.external_path.as_deref());
+        uris.push(store_uri(ctx.table_io.root_url(), &path));
         let bytes = store
             .get(&path)
             .await
@@ -306,12 +341,12 @@ async fn blob_column(
             .map_err(|e| exec_datafusion_err!("Failed to read blob file /{path}: {e}"))?;
         metrics.files_read.add(1);
         let column = crate::format::decode_blob_file(&bytes, &format!("/{path}"))?;
-        decoded.push((file, column));
+        decoded.push((file, column, uris.pop().expect("pushed above")));
     }
     // newest first: the first file with a value (not a placeholder) for a row gives it
-    decoded.sort_by_key(|(f, _)| std::cmp::Reverse(f.max_sequence_number));
+    decoded.sort_by_key(|(f, _, _)| std::cmp::Reverse(f.max_sequence_number));
     let mut picks: Vec<Option<(usize, usize)>> = vec![None; rows];
-    for (k, (file, column)) in decoded.iter().enumerate() {
+    for (k, (file, column, _)) in decoded.iter().enumerate() {
         let start = file.first_row_id.unwrap_or(first_row_id) - first_row_id;
         for j in 0..column.len() {
             let row = start + j as i64;
@@ -324,11 +359,108 @@ async fn blob_column(
             }
         }
     }
+    if ctx.blobs.as_descriptor {
+        // where each row's bytes are, instead of the bytes
+        let descriptors: arrow::array::LargeBinaryArray = picks
+            .iter()
+            .map(|pick| {
+                let (k, j) = (*pick)?;
+                let (_, column, uri) = &decoded[k];
+                let (offset, length) = column.payloads[j]?;
+                let descriptor = crate::format::BlobDescriptor {
+                    uri: uri.clone(),
+                    offset: offset as i64,
+                    length: length as i64,
+                };
+                Some(descriptor.serialize())
+            })
+            .collect();
+        return Ok(Arc::new(descriptors));
+    }
     // one interleave over the files' columns, NULL from a one-row source of its own
     let null = new_null_array(&arrow::datatypes::DataType::LargeBinary, 1);
-    let mut sources: Vec<&dyn Array> = decoded.iter().map(|(_, c)| &c.values as &dyn Array).collect();
+    let mut sources: Vec<&dyn Array> = decoded.iter().map(|(_, c, _)| &c.values as &dyn Array).collect();
     sources.push(null.as_ref());
     let null_source = sources.len() - 1;
     let indices: Vec<(usize, usize)> = picks.iter().map(|p| p.unwrap_or((null_source, 0))).collect();
     Ok(arrow::compute::interleave(&sources, &indices)?)
+}
+
+/// The URI Paimon records for an object of the table's store: the table's scheme and
+/// authority, then the object's path.
+fn store_uri(root_url: &str, path: &object_store::path::Path) -> String {
+    match url::Url::parse(root_url) {
+        Ok(url) => format!("{}://{}/{path}", url.scheme(), url.host_str().unwrap_or("")),
+        Err(_) => format!("/{path}"),
+    }
+}
+
+/// The bytes each descriptor of a descriptor column (`blob-descriptor-field`) points at. A
+/// descriptor names an object by URI: a path of the table's own object store (the same scheme
+/// and authority, or a bare absolute path on a local warehouse).
+async fn described_bytes(
+    ctx: &Arc<ScanContext>,
+    column_name: &str,
+    column: &ArrayRef,
+    store: &Arc<dyn object_store::ObjectStore>,
+) -> Result<ArrayRef> {
+    use arrow::array::AsArray;
+    let column = arrow::compute::cast(column, &arrow::datatypes::DataType::LargeBinary)?;
+    let values = column.as_binary::<i64>();
+    let root = url::Url::parse(ctx.table_io.root_url()).ok();
+    let mut out = arrow::array::LargeBinaryBuilder::new();
+    for value in values.iter() {
+        let Some(bytes) = value else {
+            out.append_null();
+            continue;
+        };
+        let descriptor = crate::format::BlobDescriptor::parse(bytes).ok_or_else(|| {
+            exec_datafusion_err!("Column {column_name} holds a value that is not a blob descriptor")
+        })?;
+        let path = descriptor_path(root.as_ref(), &descriptor.uri).ok_or_else(|| {
+            exec_datafusion_err!(
+                "The blob descriptor in column {column_name} points at {}, which is not on the table's object store",
+                descriptor.uri
+            )
+        })?;
+        let start = descriptor.offset.max(0) as u64;
+        let fetched = if descriptor.length < 0 {
+            let object = store.get(&path).await;
+            match object {
+                Ok(o) => o.bytes().await.map(|b| b.slice(start as usize..)),
+                Err(e) => Err(e),
+            }
+        } else {
+            store
+                .get_range(&path, start..start + descriptor.length as u64)
+                .await
+        };
+        let fetched = fetched.map_err(|e| {
+            exec_datafusion_err!(
+                "The blob descriptor in column {column_name} points at {}, which cannot be read: {e}",
+                descriptor.uri
+            )
+        })?;
+        out.append_value(&fetched);
+    }
+    Ok(Arc::new(out.finish()))
+}
+
+/// The object-store path of a descriptor's URI, if it is on the table's store.
+fn descriptor_path(root: Option<&url::Url>, uri: &str) -> Option<object_store::path::Path> {
+    let same_store = |url: &url::Url| {
+        root.is_some_and(|r| {
+            r.scheme().eq_ignore_ascii_case(url.scheme())
+                && r.host_str().unwrap_or("") == url.host_str().unwrap_or("")
+        })
+    };
+    match url::Url::parse(uri) {
+        Ok(url) if same_store(&url) => object_store::path::Path::from_url_path(url.path()).ok(),
+        Ok(_) => None,
+        // a bare path: the local file system's
+        Err(_) if uri.starts_with('/') && root.is_some_and(|r| r.scheme() == "file") => {
+            object_store::path::Path::from_url_path(uri).ok()
+        }
+        Err(_) => None,
+    }
 }

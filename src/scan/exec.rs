@@ -85,6 +85,8 @@ pub(crate) struct ScanContext {
     /// The pushed-down predicate's conjuncts on primary-key columns, evaluated in the Parquet
     /// reader of merged runs too (`ValueFilter::on_keys`).
     pub(crate) key_filter: Option<Arc<crate::format::ValueFilter>>,
+    /// How `BLOB` columns read (`blob-descriptor-field`, `blob-as-descriptor`).
+    pub(crate) blobs: super::evolution::BlobRead,
 }
 
 /// Merge-on-read scan of a Paimon table snapshot.

@@ -16,6 +16,7 @@ mod split;
 mod stream;
 
 pub(crate) use binlog::list_type;
+pub(crate) use evolution::BlobRead;
 pub use exec::PaimonScanExec;
 pub(crate) use exec::{ReadView, ScanContext};
 pub(crate) use file_read::{read_file, read_opened_file, DenseKey, FileToRead, ReadLayout, RowPositions};

@@ -125,6 +125,11 @@ pub struct TableOptions {
     pub data_file_path_directory: Option<String>,
     /// User sequence fields.
     pub sequence_fields: Vec<String>,
+    /// `blob-as-descriptor`: BLOB columns read as serialized blob descriptors (where the bytes
+    /// are) instead of their bytes.
+    pub blob_as_descriptor: bool,
+    /// `blob-descriptor-field`: BLOB columns stored inline as descriptors of bytes elsewhere.
+    pub blob_descriptor_fields: Vec<String>,
 }
 
 impl TableOptions {
@@ -185,6 +190,16 @@ impl TableOptions {
             },
             data_file_path_directory: get(DATA_FILE_PATH_DIRECTORY).filter(|s| !s.is_empty()),
             sequence_fields: get(SEQUENCE_FIELD)
+                .map(|s| {
+                    s.split(',')
+                        .map(|x| x.trim().to_string())
+                        .filter(|x| !x.is_empty())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            blob_as_descriptor: bool_opt("blob-as-descriptor")?,
+            blob_descriptor_fields: get("blob-descriptor-field")
+                .or_else(|| get("blob.stored-descriptor-fields"))
                 .map(|s| {
                     s.split(',')
                         .map(|x| x.trim().to_string())

@@ -50,6 +50,7 @@ const READ_OPTIONS: &[&str] = &[
     "lookup.cache-max-memory-size",
     "branch",
     "deletion-vectors.merge-on-read",
+    "blob-as-descriptor",
 ];
 
 /// Whether `key` (without `paimon.`) is an option a session may meaningfully set: a read

@@ -64,16 +64,24 @@ pub(crate) async fn open_table_with_latest(
         .with_incremental(incremental)
         .with_after_only(after_only);
     // read options that are table options too (Paimon's dynamic options)
-    if let Some(v) = options.get("deletion-vectors.merge-on-read") {
-        table.options.dv_merge_on_read = match v.trim().to_ascii_lowercase().as_str() {
-            "true" => true,
-            "false" => false,
-            _ => {
-                return datafusion::common::plan_err!(
-                    "Option 'deletion-vectors.merge-on-read' must be 'true' or 'false', got '{v}'"
-                )
-            }
-        };
+    for (key, slot) in [
+        (
+            "deletion-vectors.merge-on-read",
+            &mut table.options.dv_merge_on_read,
+        ),
+        ("blob-as-descriptor", &mut table.options.blob_as_descriptor),
+    ] {
+        if let Some(v) = options.get(key) {
+            *slot = match v.trim().to_ascii_lowercase().as_str() {
+                "true" => true,
+                "false" => false,
+                _ => {
+                    return datafusion::common::plan_err!(
+                        "Option '{key}' must be 'true' or 'false', got '{v}'"
+                    )
+                }
+            };
+        }
     }
     table.fallback = fallback.map(Arc::new);
     Ok(table)

@@ -403,6 +403,7 @@ impl PaimonTable {
             pruning,
             value_filter,
             key_filter,
+            blobs: crate::scan::BlobRead::of(&self.schema, &self.options),
         };
         let target_partitions = self.target_partitions(state);
         let first_key = self.schema.trimmed_primary_keys().first().map(|f| (*f).clone());
@@ -541,6 +542,7 @@ impl PaimonTable {
             pruning: None,
             value_filter: None,
             key_filter: None,
+            blobs: crate::scan::BlobRead::of(&self.schema, &self.options),
         };
         let target_partitions = self.target_partitions(state);
         let first_key = self.schema.trimmed_primary_keys().first().map(|f| (*f).clone());
