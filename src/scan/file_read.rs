@@ -93,6 +93,19 @@ pub(crate) struct FileToRead {
     /// The file's key is one integer column holding every value from its smallest key up, one
     /// per row: computed from row positions instead of decoded (Parquet, no value filter).
     pub(crate) dense_key: Option<DenseKey>,
+    /// Row tracking: what `_ROW_ID` and `_SEQUENCE_NUMBER` are for rows of a file that does not
+    /// store them.
+    pub(crate) row_tracking: Option<RowTracking>,
+}
+
+/// The row-tracking facts of a data file, from its manifest entry: a row's `_ROW_ID` is the
+/// file's first row id plus its position, its `_SEQUENCE_NUMBER` the file's largest (Java
+/// `DataFileRecordReader`), unless the file stores the columns (a compacted file does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RowTracking {
+    pub(crate) first_row_id: Option<i64>,
+    pub(crate) max_sequence_number: i64,
+    pub(crate) row_count: i64,
 }
 
 /// A data file whose keys are `first, first + 1, ...` in row order: a sorted run's keys are
@@ -161,6 +174,7 @@ impl FileToRead {
             footers: None,
             only_fields: None,
             dense_key: None,
+            row_tracking: None,
         }
     }
 }
@@ -174,6 +188,10 @@ enum ColumnSource {
     Missing(ArrowType),
     /// The dense key: its first value plus the row's position.
     Dense(ArrowType),
+    /// `_ROW_ID`: the file's first row id plus the row's position.
+    RowId,
+    /// The same value in every row (`_SEQUENCE_NUMBER` of a file that does not store it).
+    Constant(i64),
 }
 
 /// Opens `file` (Parquet, ORC or Avro, see [`crate::format`]) and returns its batches in
@@ -257,7 +275,17 @@ pub(crate) async fn read_opened_file(
         file.only_fields.as_ref().is_some_and(|only| !only.contains(&i))
             && range_field != Some(layout.fields[i].id)
     };
-    let filter = value_filter.and_then(|f| f.for_file(&file_schema, &file_arrow));
+    // (computed row ids count positions: no row may be dropped inside the reader)
+    let computes_row_ids = layout.fields.iter().enumerate().any(|(i, f)| {
+        !skipped(i)
+            && matches!(
+                row_tracking_source(f.id, &file_arrow, file.row_tracking),
+                Some(ColumnSource::RowId)
+            )
+    });
+    let filter = value_filter
+        .filter(|_| !computes_row_ids)
+        .and_then(|f| f.for_file(&file_schema, &file_arrow));
     let dense_key = file
         .dense_key
         .filter(|_| filter.is_none() && opened_rows.is_some());
@@ -273,6 +301,9 @@ pub(crate) async fn read_opened_file(
             if dense_key.is_some_and(|dense| dense.field_id == f.id) {
                 return ColumnSource::Dense(target);
             }
+            if let Some(source) = row_tracking_source(f.id, &file_arrow, file.row_tracking) {
+                return source;
+            }
             match by_id.get(&f.id) {
                 Some(old) if file_arrow.index_of(&old.name).is_ok() => ColumnSource::File {
                     name: old.name.clone(),
@@ -286,7 +317,7 @@ pub(crate) async fn read_opened_file(
         .iter()
         .filter_map(|s| match s {
             ColumnSource::File { name, .. } => Some(name.clone()),
-            ColumnSource::Missing(_) | ColumnSource::Dense(_) => None,
+            _ => None,
         })
         .collect();
     let constant_kind = match layout.with_system_columns {
@@ -343,8 +374,17 @@ pub(crate) async fn read_opened_file(
         }
         _ => None,
     };
+    let row_ids = match file.row_tracking.and_then(|t| t.first_row_id) {
+        Some(first) if computes_row_ids => {
+            let rows = opened_rows.unwrap_or(file.row_tracking.map_or(0, |t| t.row_count.max(0) as usize));
+            let read = crate::format::rows_read(rows, deleted.as_ref(), rows_needed.as_deref());
+            Some((first, RowPositions::new(read.unwrap_or_else(|| vec![0..rows]))))
+        }
+        _ => None,
+    };
     let mut fill = FillColumns {
         dense,
+        row_ids,
         kinds: constant_kind.map(|kind| (kind, None)),
         ..FillColumns::default()
     };
@@ -371,6 +411,8 @@ struct FillColumns {
     kinds: Option<(i8, Option<ArrayRef>)>,
     /// The dense key's first value and the positions of the rows still to come.
     dense: Option<(i64, RowPositions)>,
+    /// The file's first row id and the positions of the rows still to come (`_ROW_ID`).
+    row_ids: Option<(i64, RowPositions)>,
 }
 
 /// The file positions of the rows a read returns, in order: the ascending ranges it selected,
@@ -446,6 +488,17 @@ impl FillColumns {
         cast_column(&keys, target)
     }
 
+    /// The row ids of the next `rows` rows.
+    fn row_ids(&mut self, rows: usize) -> Result<ArrayRef> {
+        let (first, positions) = self
+            .row_ids
+            .as_mut()
+            .ok_or_else(|| exec_datafusion_err!("Row ids of a data file without row positions"))?;
+        Ok(Arc::new(arrow::array::Int64Array::from(
+            positions.next_keys(*first, rows)?,
+        )))
+    }
+
     /// The kinds of the next `rows` rows of a file whose rows all hold one kind.
     fn constant_kinds(&mut self, rows: usize) -> Result<ArrayRef> {
         let (kind, column) = self
@@ -488,6 +541,33 @@ fn constant_kind(metadata: &ParquetMetaData) -> Option<i8> {
     kinds.all(|kind| kind == Some(first)).then_some(first)
 }
 
+/// Where a row-tracking column comes from in a file: the file's own column where it stores one
+/// (a compacted file), else computed from its manifest entry; `None` for other fields.
+fn row_tracking_source(
+    field_id: i32,
+    file_arrow: &SchemaRef,
+    tracking: Option<RowTracking>,
+) -> Option<ColumnSource> {
+    let (name, computed) = match field_id {
+        crate::spec::ROW_ID_FIELD_ID => (
+            crate::spec::ROW_ID,
+            tracking.and_then(|t| t.first_row_id).map(|_| ColumnSource::RowId),
+        ),
+        crate::spec::SEQUENCE_NUMBER_FIELD_ID => (
+            SEQUENCE_NUMBER,
+            tracking.map(|t| ColumnSource::Constant(t.max_sequence_number)),
+        ),
+        _ => return None,
+    };
+    if file_arrow.index_of(name).is_ok() {
+        return Some(ColumnSource::File {
+            name: name.to_string(),
+            target: ArrowType::Int64,
+        });
+    }
+    Some(computed.unwrap_or(ColumnSource::Missing(ArrowType::Int64)))
+}
+
 /// Renames, casts and fills one file batch into the read layout.
 fn adapt_batch(
     batch: &RecordBatch,
@@ -502,6 +582,8 @@ fn adapt_batch(
         columns.push(match s {
             ColumnSource::Missing(t) => fill.null(i, t, rows),
             ColumnSource::Dense(t) => fill.dense_keys(t, rows)?,
+            ColumnSource::RowId => fill.row_ids(rows)?,
+            ColumnSource::Constant(v) => Arc::new(arrow::array::Int64Array::from(vec![*v; rows])),
             ColumnSource::File { name, target } => {
                 let idx = schema.index_of(name)?;
                 cast_column(batch.column(idx), target)?

@@ -16,7 +16,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::binlog::single_value_lists;
 use super::exec::ScanContext;
-use super::file_read::{read_file, DenseKey, FileToRead};
+use super::file_read::{read_file, DenseKey, FileToRead, RowTracking};
 use super::metrics::ScanMetrics;
 use super::row_selection::KeyRange;
 use super::split::{run_sequences, NewerRuns, Split, SplitFile};
@@ -178,6 +178,11 @@ pub(crate) fn run_stream(
                         }
                         _ => None,
                     },
+                    row_tracking: Some(RowTracking {
+                        first_row_id: f.first_row_id,
+                        max_sequence_number: f.max_sequence_number,
+                        row_count: f.row_count,
+                    }),
                 };
                 let batches = read_file(store, file, schema, Arc::clone(&ctx.layout), batch_size).await?;
                 let batches = RecordBatchStreamAdapter::new(Arc::clone(&ctx.layout.schema), batches);

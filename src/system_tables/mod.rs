@@ -66,6 +66,8 @@ pub(crate) const STATISTICS: &str = "statistics";
 pub(crate) const BRANCHES: &str = "branches";
 /// `t$ro`.
 pub(crate) const READ_OPTIMIZED: &str = "ro";
+/// `t$row_tracking`: the table's rows with their `_ROW_ID` and `_SEQUENCE_NUMBER`.
+pub(crate) const ROW_TRACKING: &str = "row_tracking";
 /// `t$consumers`.
 pub(crate) const CONSUMERS: &str = "consumers";
 /// `t$tags`.
@@ -80,6 +82,7 @@ pub(crate) const SYSTEM_TABLES: &[&str] = &[
     CHANGELOG,
     CONSUMERS,
     READ_OPTIMIZED,
+    ROW_TRACKING,
     AGGREGATION_FIELDS,
     STATISTICS,
     BRANCHES,
@@ -129,6 +132,11 @@ pub(crate) async fn load(
                 .await?
                 .read_optimized();
             return Ok(Arc::new(ro));
+        }
+        ROW_TRACKING => {
+            let name = format!("{table}${ROW_TRACKING}");
+            let table = open_table(name, meta, options, ReadView::Table).await?;
+            Ok(Arc::new(table.with_row_tracking()?) as Arc<dyn TableProvider>)
         }
         TABLE_INDEXES => table_indexes::build(table, meta, options).await,
         other => plan_err!(

@@ -119,6 +119,43 @@ impl PaimonTable {
         }
     }
 
+    /// `$row_tracking`: the table's columns, then each row's `_ROW_ID` and `_SEQUENCE_NUMBER`
+    /// (tables with `row-tracking.enabled`).
+    pub(crate) fn with_row_tracking(self) -> Result<Self> {
+        let enabled = self
+            .schema
+            .options
+            .get("row-tracking.enabled")
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        if !enabled {
+            return datafusion::common::plan_err!(
+                "Table {} does not track rows: $row_tracking needs 'row-tracking.enabled' = 'true'",
+                self.name
+            );
+        }
+        let mut schema = (*self.schema).clone();
+        let bigint = crate::spec::parse_type_string("BIGINT NOT NULL")?;
+        for (id, name) in [
+            (crate::spec::ROW_ID_FIELD_ID, crate::spec::ROW_ID),
+            (
+                crate::spec::SEQUENCE_NUMBER_FIELD_ID,
+                crate::spec::SEQUENCE_NUMBER,
+            ),
+        ] {
+            schema.fields.push(crate::spec::DataField {
+                id,
+                name: name.to_string(),
+                data_type: bigint.clone(),
+                description: None,
+            });
+        }
+        let mut table =
+            PaimonTable::try_new(self.name, self.meta, self.snapshot, Arc::new(schema), self.view)?
+                .with_incremental(self.incremental);
+        table.definition = None;
+        Ok(table)
+    }
+
     /// `$changelog` in the degraded after-only mode (see `changelog::ALLOW_AFTER_ONLY`).
     pub(crate) fn with_after_only(self, allow: bool) -> Self {
         PaimonTable {

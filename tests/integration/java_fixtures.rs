@@ -608,3 +608,54 @@ async fn blob_descriptors_of_another_machine() {
     let length = i64::from_le_bytes(d[21 + uri_len..29 + uri_len].try_into().unwrap());
     assert_eq!((offset, length), (4, "raw_2_0".len() as i64));
 }
+
+/// `t$row_tracking` (Paimon's `RowTrackingTable`): every column, then `_ROW_ID` and
+/// `_SEQUENCE_NUMBER`. The values follow the tables' READMEs and Java's rule: a file that stores
+/// the columns (the compacted one) gives them, otherwise a row's id is its file's first row id
+/// plus its position and its sequence number its file's largest; a stitched data-evolution row
+/// takes both from the newest data file of its range (snapshot 2's, sequence number 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_tracking_columns() {
+    let session = PaimonSession::open(&warehouse_path("parquet"))
+        .await
+        .expect("open");
+    let render = |batches: Vec<arrow::array::RecordBatch>| -> Vec<String> {
+        let mut out: Vec<String> = batches
+            .iter()
+            .flat_map(|b| batch_to_rows(b).expect("rows"))
+            .map(|r| Value::Array(r).to_string())
+            .collect();
+        out.sort();
+        out
+    };
+    let compacted = run_sql(
+        &session,
+        "SELECT f0, \"_ROW_ID\", \"_SEQUENCE_NUMBER\" FROM append_table_row_tracking_with_compact.\"append_table_row_tracking_with_compact$row_tracking\"",
+    )
+    .await
+    .expect("row tracking of a compacted table");
+    assert_eq!(
+        render(compacted),
+        vec![
+            r#"["Alice",1,1]"#,
+            r#"["Bob",2,2]"#,
+            r#"["David",3,2]"#,
+            r#"["Lily",0,1]"#
+        ]
+    );
+    let stitched = run_sql(
+        &session,
+        "SELECT * FROM data_evolution_with_dense_stats.\"data_evolution_with_dense_stats$row_tracking\"",
+    )
+    .await
+    .expect("row tracking of a data-evolution table");
+    assert_eq!(
+        render(stitched),
+        vec![r#"["Alice",4,104,3.1,1,2]"#, r#"["Lily",2,102,2.1,0,2]"#]
+    );
+    let err = run_sql(&session, "SELECT * FROM pk_09.\"pk_09$row_tracking\"")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("row-tracking.enabled"), "{err}");
+}
