@@ -92,8 +92,17 @@ impl TableMeta {
             max_bucket,
             min_level,
             max_level,
-            min_row_id: None,
-            max_row_id: None,
+            // (only when every entry has row ids, as Java's writer)
+            min_row_id: entries
+                .iter()
+                .map(|e| e.file.first_row_id)
+                .collect::<Option<Vec<_>>>()
+                .and_then(|ids| ids.into_iter().min()),
+            max_row_id: entries
+                .iter()
+                .map(|e| e.file.first_row_id.map(|f| f + e.file.row_count - 1))
+                .collect::<Option<Vec<_>>>()
+                .and_then(|ids| ids.into_iter().max()),
         })
     }
 
@@ -313,9 +322,17 @@ impl TableMeta {
             }
         }
         delta.extend(req.added.iter().cloned());
+        let next_row_id = match super::row_tracking::enabled(&schema) {
+            true => Some(super::row_tracking::assign(
+                &mut delta,
+                latest.as_ref().map_or(1, |l| l.id + 1),
+                latest.as_ref().and_then(|l| l.next_row_id),
+            )),
+            false => latest.as_ref().and_then(|l| l.next_row_id),
+        };
         let mut written: Vec<String> = Vec::new();
         let result = self
-            .write_snapshot_metadata(latest.as_ref(), &delta, &schema, req, &mut written)
+            .write_snapshot_metadata(latest.as_ref(), &delta, &schema, req, next_row_id, &mut written)
             .await;
         if result.is_err() {
             // Metadata of a lost or failed attempt is unreferenced: remove it (best effort).
@@ -332,6 +349,7 @@ impl TableMeta {
         delta: &[ManifestEntry],
         schema: &TableSchema,
         req: &CommitRequest,
+        next_row_id: Option<i64>,
         written: &mut Vec<String>,
     ) -> Result<Snapshot> {
         let (schema_id, merge_options) = (schema.id, &schema.options);
@@ -398,6 +416,7 @@ impl TableMeta {
             watermark: latest.and_then(|l| l.watermark),
             index_manifest,
             changelog,
+            next_row_id,
         }
         .build(req);
         self.publish_snapshot(&snapshot).await?;
@@ -545,6 +564,8 @@ struct SnapshotBuilder {
     index_manifest: Option<String>,
     /// Changelog manifest list and its row count.
     changelog: Option<(String, i64)>,
+    /// Row tracking: the first row id of the next commit's rows.
+    next_row_id: Option<i64>,
 }
 
 impl SnapshotBuilder {
@@ -566,7 +587,7 @@ impl SnapshotBuilder {
             changelog_record_count: self.changelog.as_ref().map(|(_, rows)| *rows),
             watermark: self.watermark,
             statistics: None,
-            next_row_id: None,
+            next_row_id: self.next_row_id,
             operation: req.operation.clone(),
             writer_version: Some(concat!("datafusion-paimon-", env!("CARGO_PKG_VERSION")).to_string()),
         }

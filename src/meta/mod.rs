@@ -9,6 +9,7 @@ mod manifest_cache;
 mod manifest_codec;
 mod manifest_merge;
 mod manifests;
+mod row_tracking;
 mod schemas;
 mod snapshots;
 

@@ -464,3 +464,46 @@ fn descriptor_path(root: Option<&url::Url>, uri: &str) -> Option<object_store::p
         Err(_) => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, first: Option<i64>, rows: i64, max_seq: i64) -> SplitFile {
+        SplitFile {
+            first_row_id: first,
+            row_count: rows,
+            ..SplitFile::with_sequences(name, max_seq, max_seq)
+        }
+    }
+
+    fn names(sections: &[Vec<Vec<SplitFile>>]) -> Vec<Vec<&str>> {
+        sections
+            .iter()
+            .map(|s| s.iter().flatten().map(|f| f.file_name.as_str()).collect())
+            .collect()
+    }
+
+    /// Overlapping ranges group (transitively), touching ones do not; data files newest first,
+    /// then blob files by first row id; a file without row ids stands alone.
+    #[test]
+    fn files_group_by_overlapping_row_ids() {
+        let files = vec![
+            file("old.parquet", Some(0), 10, 1),
+            file("b2.blob", Some(6), 4, 1),
+            file("new.parquet", Some(0), 10, 3),
+            file("b1.blob", Some(0), 6, 1),
+            file("next.parquet", Some(10), 5, 2),
+            file("loose.parquet", None, 3, 1),
+        ];
+        let sections = row_id_groups(files);
+        assert_eq!(
+            names(&sections),
+            vec![
+                vec!["new.parquet", "old.parquet", "b1.blob", "b2.blob"],
+                vec!["next.parquet"],
+                vec!["loose.parquet"],
+            ]
+        );
+    }
+}

@@ -389,37 +389,3 @@ pub(crate) fn lookup_read(schema: &TableSchema, options: &TableOptions) -> bool 
             MergeEngine::PartialUpdate | MergeEngine::Aggregation
         )
 }
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use super::check_whole_rows;
-    use crate::io::FileIO;
-    use crate::meta::TableMeta;
-
-    /// pypaimon's data-evolution table: its files hold whole rows and read as they are; a file
-    /// holding only some of its rows' columns is refused by name.
-    #[tokio::test]
-    async fn data_evolution_files_must_hold_whole_rows() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/pypaimon-2.1.0/warehouse/dvectors.db/append_dv");
-        let store = Arc::new(object_store::local::LocalFileSystem::new());
-        let path = object_store::path::Path::from_absolute_path(&root).unwrap();
-        let meta = TableMeta::new(FileIO::new(store, path, root.display().to_string()));
-        let latest = meta.latest_snapshot().await.unwrap().unwrap();
-        let live = meta.live_files(&latest, |_| true).await.unwrap();
-        let entry = live.entries().next().expect("a data file").clone();
-        check_whole_rows(&meta, &entry).await.unwrap();
-        let mut whole = entry.clone();
-        whole.file.write_cols = Some(vec!["id".into(), "name".into()]);
-        check_whole_rows(&meta, &whole).await.unwrap();
-        let mut part = entry;
-        part.file.write_cols = Some(vec!["id".into()]);
-        let error = check_whole_rows(&meta, &part).await.unwrap_err().to_string();
-        assert!(
-            error.contains(&part.file.file_name) && error.contains("'name' is in another file"),
-            "{error}"
-        );
-    }
-}

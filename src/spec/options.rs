@@ -221,24 +221,12 @@ pub fn default_bucket_function(options: &BTreeMap<String, String>) -> bool {
 
 /// The option of a table under which this crate cannot write new data files, and why, if any:
 /// a table Java Paimon created with one is refused rather than written wrongly.
-/// * `data-evolution.enabled`, `row-tracking.enabled`: Paimon gives every new row a row id at
-///   commit (`first_row_id` of its file), which this crate does not assign;
 /// * `bucket-function.type` other than `default`: rows would land in other buckets than
 ///   Paimon's writers put them in.
 ///
-/// Reading needs none of these: a data-evolution file holding only some columns is refused
-/// where it is planned (`scan::plan`).
+/// Row-tracking tables take new rows (the commit gives them row ids, `meta::row_tracking`), but
+/// not rewrites of stored rows: see [`rewrites_lose_row_ids`].
 pub fn unsupported_for_new_files(options: &BTreeMap<String, String>) -> Option<String> {
-    let enabled = |k: &str| {
-        options
-            .get(k)
-            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-    };
-    for key in ["data-evolution.enabled", "row-tracking.enabled"] {
-        if enabled(key) {
-            return Some(format!("{key} = true (new rows need row ids)"));
-        }
-    }
     if !default_bucket_function(options) {
         return Some(format!(
             "bucket-function.type = '{}' (rows would land in other buckets than Paimon's writers choose)",
@@ -246,6 +234,16 @@ pub fn unsupported_for_new_files(options: &BTreeMap<String, String>) -> Option<S
         ));
     }
     None
+}
+
+/// Why rows of this table cannot be rewritten (compaction, UPDATE, a copy-on-write DELETE), if
+/// they cannot: `row-tracking.enabled` rows keep their row ids through a rewrite in Paimon (the
+/// rewritten file stores `_ROW_ID` and `_SEQUENCE_NUMBER`), which this crate does not write.
+pub fn rewrites_lose_row_ids(options: &BTreeMap<String, String>) -> Option<String> {
+    options
+        .get("row-tracking.enabled")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+        .then(|| "row-tracking.enabled = true (rewritten rows must keep their row ids)".to_string())
 }
 
 /// Paimon memory sizes: `128 mb`, `64MB`, `1 gb`, `1024` (bytes), `512 kb`.

@@ -130,7 +130,7 @@ impl PaimonTable {
         if !enabled {
             return datafusion::common::plan_err!(
                 "Table {} does not track rows: $row_tracking needs 'row-tracking.enabled' = 'true'",
-                self.name
+                self.name.split('$').next().unwrap_or(&self.name)
             );
         }
         let mut schema = (*self.schema).clone();

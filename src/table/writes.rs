@@ -36,7 +36,9 @@ impl PaimonTable {
         // deletion vectors mark rows without writing data files; an UPDATE or a copy-on-write
         // DELETE writes new ones
         if assignments.is_some() || !options.deletion_vectors {
-            if let Some(why) = crate::spec::options::unsupported_for_new_files(&schema.options) {
+            let refusal = crate::spec::options::unsupported_for_new_files(&schema.options)
+                .or_else(|| crate::spec::options::rewrites_lose_row_ids(&schema.options));
+            if let Some(why) = refusal {
                 return not_impl_err!("Writing to table {} is not supported: {why}", self.name);
             }
         }
