@@ -2,6 +2,9 @@
 //! snapshot, tag or in-flight commit references (format.md §8.7: a crash part-way through a
 //! commit, an expiration or a rollback leaves such files).
 //!
+//! Snapshots and tags of every branch count (`branch/branch-<name>/`): they share the table's
+//! data files and manifests.
+//!
 //! Only files older than a threshold (a day by default, as in Paimon) are considered: a commit
 //! writes its files before the snapshot that references them, so a young unreferenced file may
 //! belong to a commit in flight.
@@ -27,6 +30,14 @@ pub(crate) async fn remove_orphan_files(
     let mut data: HashSet<String> = HashSet::new();
     let mut snapshots = meta.snapshots().await?;
     snapshots.extend(meta.tags().await?.into_iter().map(|t| t.snapshot));
+    // branches share the table's data files and manifests: what theirs reference stays
+    for dir in meta.io().list_dirs("branch").await? {
+        if let Some(branch) = dir.strip_prefix("branch-") {
+            let branch = meta.on_branch(branch);
+            snapshots.extend(branch.snapshots().await?);
+            snapshots.extend(branch.tags().await?.into_iter().map(|t| t.snapshot));
+        }
+    }
     for snapshot in &snapshots {
         files.collect(snapshot, &mut referenced).await?;
         for e in meta.live_files(snapshot, |_| true).await?.entries() {

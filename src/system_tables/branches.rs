@@ -31,6 +31,10 @@ pub(super) async fn build(meta: Arc<TableMeta>) -> Result<Arc<dyn TableProvider>
             continue;
         };
         let files = meta.io().list_recursive(&format!("branch/{dir}")).await?;
+        // (a deleted branch may leave its empty directory on a local file system)
+        if files.is_empty() {
+            continue;
+        }
         let created = files.iter().map(|(_, t)| *t).min().unwrap_or_default();
         names.push(name.to_string());
         // Wall clock as local time, like Paimon's other timestamps.

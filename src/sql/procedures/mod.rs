@@ -124,6 +124,7 @@ pub(crate) async fn execute(session: &PaimonSession, call: Call) -> Result<DataF
         "create_tag" => tag_procedure(session, &call, TagAction::Create).await?,
         "delete_tag" => tag_procedure(session, &call, TagAction::Delete).await?,
         "rollback_to" => tag_procedure(session, &call, TagAction::Rollback).await?,
+        "create_branch" | "delete_branch" | "fast_forward" => branch_procedure(session, &call).await?,
         other => {
             if by_time::execute(session, &call).await?.is_none() {
                 return plan_err!("Unknown procedure 'sys.{other}'");
@@ -296,6 +297,31 @@ async fn expire_partitions(session: &PaimonSession, call: &Call) -> Result<DataF
     let expired = expire(&meta, &schema, &name.to_string(), expiration, &time, now).await?;
     session.catalog().refresh().await?;
     crate::sql::result_frame::string_column(session.context(), "expired_partition", &expired)
+}
+
+/// `sys.create_branch(table, branch [, tag])`, `sys.delete_branch(table, branch)` (several
+/// comma-separated) and `sys.fast_forward(table, branch)`.
+async fn branch_procedure(session: &PaimonSession, call: &Call) -> Result<()> {
+    use crate::maintenance::branches;
+    let procedure = call.procedure.as_str();
+    let (name, _) = procedure_table(session, call, procedure).await?;
+    let meta = session.catalog().table_meta(&name.database, &name.table);
+    let table = name.to_string();
+    let branch = call.arg("branch", 1).ok_or_else(|| {
+        plan_datafusion_err!("sys.{procedure} needs a branch name: CALL sys.{procedure}('db.t', 'b')")
+    })?;
+    match procedure {
+        "create_branch" => {
+            let tag = call.arg("tag", 2).map(str::trim).filter(|t| !t.is_empty());
+            branches::create_branch(&meta, &table, branch.trim(), tag).await
+        }
+        "delete_branch" => {
+            // (split on commas without trimming, as Paimon does)
+            let names: Vec<&str> = branch.split(',').filter(|s| !s.is_empty()).collect();
+            branches::delete_branches(&meta, &table, &names).await
+        }
+        _ => branches::fast_forward(&meta, &table, branch.trim()).await,
+    }
 }
 
 enum TagAction {
