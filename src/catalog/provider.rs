@@ -330,6 +330,11 @@ impl SchemaProvider for PaimonDatabase {
         // `t /*+ OPTIONS(...) */`: a reference with Flink's dynamic options
         // (`crate::sql::options_hint`), read with them over the session's
         if let Some((table, hint)) = options_hint::split_hinted_name(name)? {
+            for (key, _) in &hint {
+                crate::sql::check_read_option(key).map_err(|e| {
+                    datafusion::common::DataFusionError::Plan(format!("OPTIONS hint on {table}: {e}"))
+                })?;
+            }
             let session = self
                 .read_options
                 .read()

@@ -129,18 +129,36 @@ impl Encoder {
 
 pub(super) struct Opened {
     builder: ArrowReaderBuilder<Bytes>,
+    bytes: Bytes,
     path: Path,
 }
 
 pub(super) async fn open(store: Arc<dyn ObjectStore>, path: &Path) -> Result<Opened> {
     let bytes = super::fetch(&store, path).await?;
-    let builder = super::unless_panic("ORC", path, || ArrowReaderBuilder::try_new(bytes))?
-        .map_err(|e| exec_datafusion_err!("Failed to open ORC data file /{path}: {e}"))?
-        .with_timestamp_precision(TimestampPrecision::Microsecond);
+    let builder = reader_builder(&bytes, path, TimestampPrecision::Microsecond)?;
     Ok(Opened {
         builder,
+        bytes,
         path: path.clone(),
     })
+}
+
+fn reader_builder(
+    bytes: &Bytes,
+    path: &Path,
+    precision: TimestampPrecision,
+) -> Result<ArrowReaderBuilder<Bytes>> {
+    Ok(
+        super::unless_panic("ORC", path, || ArrowReaderBuilder::try_new(bytes.clone()))?
+            .map_err(|e| exec_datafusion_err!("Failed to open ORC data file /{path}: {e}"))?
+            .with_timestamp_precision(precision),
+    )
+}
+
+/// orc-rust's refusal to decode a timestamp into microseconds without losing digits.
+fn finer_than_microseconds(e: &datafusion::error::DataFusionError) -> bool {
+    let text = e.to_string();
+    text.contains("Overflow while decoding timestamp") && text.contains("Microsecond")
 }
 
 impl Opened {
@@ -148,24 +166,186 @@ impl Opened {
         self.builder.schema()
     }
 
+    /// The batches of `columns`. Timestamps decode at microsecond precision, which covers
+    /// every year Paimon writes; a file holding nanoseconds (TIMESTAMP(7..9), as pyarrow's ORC
+    /// writer stores every timestamp) is decoded again at nanosecond precision from where the
+    /// first decoding stopped.
     pub(super) fn read(
         self,
         columns: &[String],
         deleted: Option<&DeletionVector>,
         batch_size: usize,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        let Opened { builder, path } = self;
-        let mask = ProjectionMask::named_roots(builder.file_metadata().root_data_type(), columns);
-        let rows = builder.file_metadata().number_of_rows();
-        let builder = match deleted {
-            Some(dv) => {
-                let kept = dv.kept_row_ranges(rows).into_iter();
-                builder.with_row_selection(RowSelection::from_consecutive_ranges(kept, rows as usize))
-            }
-            None => builder,
+        let Opened { builder, bytes, path } = self;
+        let kept: Option<Vec<std::ops::Range<usize>>> = deleted.map(|dv| {
+            let rows = builder.file_metadata().number_of_rows();
+            dv.kept_row_ranges(rows).into_iter().collect()
+        });
+        let columns = columns.to_vec();
+        let configure = move |builder: ArrowReaderBuilder<Bytes>| {
+            let mask = ProjectionMask::named_roots(builder.file_metadata().root_data_type(), &columns);
+            let rows = builder.file_metadata().number_of_rows();
+            let builder = match &kept {
+                Some(kept) => builder.with_row_selection(RowSelection::from_consecutive_ranges(
+                    kept.iter().cloned(),
+                    rows as usize,
+                )),
+                None => builder,
+            };
+            builder.with_projection(mask).with_batch_size(batch_size).build()
         };
-        let reader = builder.with_projection(mask).with_batch_size(batch_size).build();
-        let batches = super::guarded_batches("ORC", path, reader);
+        let micros = super::guarded_batches("ORC", path.clone(), configure(builder));
+        let mut emitted = 0usize;
+        let mut retry: Option<Box<dyn Iterator<Item = Result<RecordBatch>> + Send>> = None;
+        let mut micros = Some(micros);
+        let batches = std::iter::from_fn(move || loop {
+            if let Some(nanos) = retry.as_mut() {
+                return nanos.next();
+            }
+            let next = micros.as_mut()?.next();
+            match next {
+                Some(Err(e)) if finer_than_microseconds(&e) => {
+                    micros = None;
+                    let builder = match reader_builder(&bytes, &path, TimestampPrecision::Nanosecond) {
+                        Ok(b) => b,
+                        Err(e) => return Some(Err(e)),
+                    };
+                    // the rows already returned are skipped
+                    let mut skip = emitted;
+                    let rest = super::guarded_batches("ORC", path.clone(), configure(builder)).filter_map(
+                        move |b| match b {
+                            Ok(batch) if skip >= batch.num_rows() => {
+                                skip -= batch.num_rows();
+                                None
+                            }
+                            Ok(batch) => {
+                                let out = batch.slice(skip, batch.num_rows() - skip);
+                                skip = 0;
+                                Some(Ok(out))
+                            }
+                            Err(e) => Some(Err(e)),
+                        },
+                    );
+                    retry = Some(Box::new(rest));
+                }
+                Some(Ok(batch)) => {
+                    emitted += batch.num_rows();
+                    return Some(Ok(batch));
+                }
+                other => return other,
+            }
+        });
         Ok(futures::stream::iter(batches).boxed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{DataType, TimeUnit, TimestampNanosecondType};
+    use futures::TryStreamExt;
+
+    async fn read(
+        file: &str,
+        columns: &[&str],
+    ) -> datafusion::common::Result<Vec<arrow::array::RecordBatch>> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/extra")
+            .join(file);
+        let store: Arc<dyn object_store::ObjectStore> = Arc::new(object_store::local::LocalFileSystem::new());
+        let location = object_store::path::Path::from_absolute_path(&path).unwrap();
+        let opened = super::open(Arc::clone(&store), &location).await?;
+        let columns: Vec<String> = columns.iter().map(|s| s.to_string()).collect();
+        opened.read(&columns, None, 1024)?.try_collect().await
+    }
+
+    /// pyarrow's ORC writer (pypaimon's) stores every timestamp at nanosecond precision, and
+    /// local-zoned ones as UTC instants: nanoseconds, years far from 1970 and whole seconds
+    /// before it read. The file (tests/fixtures/extra/pyarrow_orc_timestamps.orc, written by
+    /// pyarrow) holds, as nanoseconds since the epoch:
+    /// ts9: 1700000000000000001, 1704164645123456789, NULL;
+    /// ts6: 1900-01-01, 1969-12-31 23:59:58, 2262-01-01 (stored in microseconds);
+    /// ltz: 1960-05-05 01:02:03 UTC, 2030-01-01 00:00:00.123456 UTC, NULL;
+    /// ts3: 1969-12-31 23:59:59, 1970-01-01 00:00:00.001, NULL.
+    #[tokio::test]
+    async fn pyarrow_timestamps_of_every_precision() {
+        let batches = read("pyarrow_orc_timestamps.orc", &["ts9", "ts6", "ltz", "ts3"])
+            .await
+            .unwrap();
+        let batch = arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+        let nanos = |c: usize| -> Vec<Option<i128>> {
+            let col =
+                arrow::compute::cast(batch.column(c), &DataType::Timestamp(TimeUnit::Microsecond, None))
+                    .unwrap();
+            let exact =
+                arrow::compute::cast(batch.column(c), &DataType::Timestamp(TimeUnit::Nanosecond, None));
+            match (c, exact) {
+                (0, Ok(ns)) => ns
+                    .as_primitive::<TimestampNanosecondType>()
+                    .iter()
+                    .map(|v| v.map(i128::from))
+                    .collect(),
+                _ => col
+                    .as_primitive::<arrow::datatypes::TimestampMicrosecondType>()
+                    .iter()
+                    .map(|v| v.map(|v| i128::from(v) * 1000))
+                    .collect(),
+            }
+        };
+        let at = |s: &str| {
+            i128::from(
+                chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f")
+                    .unwrap()
+                    .and_utc()
+                    .timestamp_micros(),
+            ) * 1000
+        };
+        assert_eq!(
+            nanos(0),
+            vec![
+                Some(1_700_000_000_000_000_001),
+                Some(1_704_164_645_123_456_789),
+                None
+            ]
+        );
+        assert_eq!(
+            nanos(1),
+            vec![
+                Some(at("1900-01-01 00:00:00.0")),
+                Some(at("1969-12-31 23:59:58.0")),
+                Some(at("2262-01-01 00:00:00.0"))
+            ]
+        );
+        assert_eq!(
+            nanos(2),
+            vec![
+                Some(at("1960-05-05 01:02:03.0")),
+                Some(at("2030-01-01 00:00:00.123456")),
+                None
+            ]
+        );
+        assert_eq!(
+            nanos(3),
+            vec![
+                Some(at("1969-12-31 23:59:59.0")),
+                Some(at("1970-01-01 00:00:00.001")),
+                None
+            ]
+        );
+        assert_eq!(batch.column(0).null_count(), 1);
+    }
+
+    /// A fraction of a second before 1970, as the C++ ORC writer (pyarrow's) stores it, is not
+    /// decoded by orc-rust: the read fails naming the file, never with a wrong value (overflow
+    /// checks are on for orc-rust in every profile).
+    #[tokio::test]
+    async fn a_fraction_before_1970_from_the_cpp_writer_fails_naming_the_file() {
+        let err = read("pyarrow_orc_pre_1970_fraction.orc", &["ts6"])
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("pyarrow_orc_pre_1970_fraction.orc"), "{err}");
     }
 }

@@ -17,7 +17,11 @@ mod stream_function;
 mod use_statement;
 
 pub use incremental_function::INCREMENTAL_QUERY;
-pub use session_options::{is_known_option, parse_session_statement, SessionStatement};
+pub(crate) use session_options::check_read_option;
+pub use session_options::{
+    is_known_option, parse_session_statement, SessionStatement, APPLIED_READ_OPTIONS, REFUSED_AT_READ,
+    TUNING_OPTIONS,
+};
 
 use std::sync::Arc;
 
@@ -131,9 +135,10 @@ impl PaimonSession {
             .expect("options lock is never poisoned");
         match stmt {
             SessionStatement::Set { key, value } => {
-                if !is_known_option(&key) {
-                    log::warn!("paimon.{key} is not a Paimon option this crate knows; set anyway (a typo?)");
-                }
+                // an option the reads would ignore is refused here, naming it
+                session_options::check_read_option(&key).map_err(|e| {
+                    datafusion::common::DataFusionError::Plan(format!("SET paimon.{key}: {e}"))
+                })?;
                 options.insert(key, value);
             }
             SessionStatement::Reset { key: Some(key) } => {

@@ -22,43 +22,69 @@ pub enum SessionStatement {
 
 const PREFIX: &str = "paimon.";
 
-/// Read options a session sets most often, beyond the table options DDL knows: a
-/// `SET paimon.<key>` outside these and the table options is most likely a typo.
-const READ_OPTIONS: &[&str] = &[
+/// Read options the reads of this crate apply, by `SET paimon.<key>` or a hint: each changes
+/// what a read returns (or a stream's start and progress), as in Paimon.
+pub const APPLIED_READ_OPTIONS: &[&str] = &[
     "scan.mode",
     "scan.snapshot-id",
     "scan.tag-name",
     "scan.timestamp-millis",
     "scan.timestamp",
     "scan.watermark",
-    "scan.file-creation-time-millis",
-    "scan.creation-time-millis",
-    "scan.bounded.watermark",
     "scan.version",
     "incremental-between",
     "incremental-between-timestamp",
     "incremental-between-scan-mode",
     "incremental-between-tag-to-snapshot",
-    "incremental-to-auto-tag",
     "consumer-id",
-    "consumer.expiration-time",
-    "changelog.allow-after-only",
     "continuous.discovery-interval",
-    "file-index.read.enabled",
-    "source.split.target-size",
-    "source.split.open-file-cost",
-    "lookup.cache-max-memory-size",
+    "changelog.allow-after-only",
     "branch",
     "deletion-vectors.merge-on-read",
     "blob-as-descriptor",
 ];
 
-/// Whether `key` (without `paimon.`) is an option a session may meaningfully set: a read
-/// option or any table option (applied to the session's reads, as Paimon's dynamic options).
+/// Read options that tune how a read runs, never what it returns (in Paimon as here): accepted,
+/// with no effect on this crate's reads.
+pub const TUNING_OPTIONS: &[&str] = &[
+    "file-index.read.enabled",
+    "source.split.target-size",
+    "source.split.open-file-cost",
+    "lookup.cache-max-memory-size",
+];
+
+/// Read options a read refuses, naming them, when they are set (not implemented, or batch
+/// reads do not take them).
+pub const REFUSED_AT_READ: &[&str] = &["scan.file-creation-time-millis", "scan.creation-time-millis"];
+
+/// Whether `key` (without `paimon.`) is a Paimon option at all: a read option or a table
+/// option.
 pub fn is_known_option(key: &str) -> bool {
-    READ_OPTIONS.contains(&key)
+    APPLIED_READ_OPTIONS.contains(&key)
+        || TUNING_OPTIONS.contains(&key)
+        || REFUSED_AT_READ.contains(&key)
         || super::ddl::options::is_known_table_option(key)
         || key.starts_with("fields.")
+}
+
+/// Whether a session (`SET paimon.<key>`) or a hint may set `key` for reads: an option the
+/// reads apply, one that only tunes them, or one a read refuses by name. Anything else would
+/// be accepted and ignored, so it fails here, naming the option: a table option is changed on
+/// the table (`ALTER TABLE ... SET`), an unknown key is most likely a typo.
+pub fn check_read_option(key: &str) -> Result<(), String> {
+    if APPLIED_READ_OPTIONS.contains(&key) || TUNING_OPTIONS.contains(&key) || REFUSED_AT_READ.contains(&key)
+    {
+        return Ok(());
+    }
+    if is_known_option(key) {
+        return Err(format!(
+            "Option '{key}' is a table option, which reads do not take from the session or a hint; \
+             change it on the table with ALTER TABLE ... SET ('{key}' = '...')"
+        ));
+    }
+    Err(format!(
+        "'{key}' is not a Paimon option this crate knows (a typo?)"
+    ))
 }
 
 /// Recognises a session statement; `None` means "not ours, give it to DataFusion".
@@ -119,6 +145,12 @@ mod tests {
         assert!(is_known_option("deletion-vectors.merge-on-read"));
         assert!(is_known_option("merge-engine"));
         assert!(!is_known_option("scan.snapshot-idd"));
+        assert!(check_read_option("scan.snapshot-id").is_ok());
+        let err = check_read_option("merge-engine").unwrap_err();
+        assert!(err.contains("'merge-engine' is a table option"), "{err}");
+        assert!(check_read_option("scan.snapshot-idd")
+            .unwrap_err()
+            .contains("typo"));
     }
 
     #[test]

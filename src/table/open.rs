@@ -51,9 +51,17 @@ pub(crate) async fn open_table_with_latest(
     };
     let snapshot = resolve_snapshot(&meta, &name, options).await?;
     let schema = read_schema(&meta, snapshot.as_ref(), options, latest).await?;
-    let after_only = options
-        .get(crate::changelog::ALLOW_AFTER_ONLY)
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    let after_only = match options.get(crate::changelog::ALLOW_AFTER_ONLY).map(|v| v.trim()) {
+        None => false,
+        Some(v) if v.eq_ignore_ascii_case("true") => true,
+        Some(v) if v.eq_ignore_ascii_case("false") => false,
+        Some(v) => {
+            return datafusion::common::plan_err!(
+                "Option '{}' must be 'true' or 'false', got '{v}'",
+                crate::changelog::ALLOW_AFTER_ONLY
+            )
+        }
+    };
     let fallback = match incremental {
         None if view != ReadView::Changelog => {
             super::fallback::open(&name, &meta, options, snapshot.as_ref(), &schema).await?

@@ -144,14 +144,15 @@ fn memory_limit_batch_size_and_rc_files() {
     assert_eq!(String::from_utf8_lossy(&output.stdout), "n\n20\n");
 }
 
-/// A `SET paimon.*` of an unknown key (a typo) warns, naming the key; known keys do not.
+/// A `SET paimon.*` of an unknown key (a typo) fails, naming the key (it would be ignored);
+/// known read options do not.
 #[test]
-fn unknown_paimon_options_warn() {
+fn unknown_paimon_options_fail() {
     let output = paimon_sql(&["-q", "-c", "SET paimon.scan.snapshot-idd = '1'"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "stderr: {stderr}");
+    assert!(!output.status.success(), "stderr: {stderr}");
     assert!(
-        stderr.contains("'paimon.scan.snapshot-idd' is not a Paimon option"),
+        stderr.contains("'scan.snapshot-idd' is not a Paimon option"),
         "stderr: {stderr}"
     );
     let output = paimon_sql(&["-q", "-c", "SET paimon.scan.snapshot-id = '1'"]);

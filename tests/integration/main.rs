@@ -25,6 +25,7 @@ mod lookup_levels;
 mod metrics;
 mod mutated_files;
 mod object_store_s3;
+mod read_options;
 mod tailing;
 
 use std::path::{Path, PathBuf};

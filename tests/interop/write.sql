@@ -502,6 +502,23 @@ DELETE FROM interop.cow_append WHERE k = 2;
 UPDATE interop.cow_append SET v = upper(v) WHERE k >= 3;
 
 ----------------------------------------------------------------------------------------------------
+-- Layouts Java Paimon writes (issue 42): deletion vectors and dynamic-bucket hashes in the bucket
+-- directories (index-file-in-data-file-dir), and an append table with row tracking (row ids
+-- assigned at commit; pypaimon reads the same rows).
+----------------------------------------------------------------------------------------------------
+CREATE TABLE interop.dv_index_in_bucket (k INT, v STRING, PRIMARY KEY (k) NOT ENFORCED)
+WITH ('deletion-vectors.enabled' = 'true', 'index-file-in-data-file-dir' = 'true');
+
+INSERT INTO interop.dv_index_in_bucket VALUES (1, 'a'), (2, 'b'), (3, 'c');
+INSERT INTO interop.dv_index_in_bucket VALUES (2, 'B'), (4, 'd');
+DELETE FROM interop.dv_index_in_bucket WHERE k = 3;
+
+CREATE TABLE interop.row_tracked (id INT, v STRING) WITH ('row-tracking.enabled' = 'true');
+
+INSERT INTO interop.row_tracked VALUES (10, 'a'), (20, 'b'), (30, 'c');
+INSERT INTO interop.row_tracked VALUES (40, 'd');
+
+----------------------------------------------------------------------------------------------------
 -- Concurrent writers: tests/interop/run.sh starts 4 paimon-sql processes at once, each committing
 -- 50 INSERTs and 5 DELETEs into this table (tests/interop/concurrent_writer.sh). Compaction
 -- triggers after 3 sorted runs and snapshots expire beyond 10, while the others commit.

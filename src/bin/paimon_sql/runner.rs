@@ -10,7 +10,7 @@ use datafusion_cli::exec::exec_from_commands;
 use datafusion_cli::print_format::PrintFormat;
 use datafusion_cli::print_options::PrintOptions;
 use datafusion_paimon::progress::StatementProgress;
-use datafusion_paimon::sql::{is_known_option, parse_session_statement, SessionStatement};
+use datafusion_paimon::sql::{parse_session_statement, SessionStatement};
 use datafusion_paimon::PaimonSession;
 
 use crate::progress_line::StatusLine;
@@ -73,13 +73,6 @@ impl Runner {
         let sql: &str = &expanded;
         let json = matches!(self.print_options.format, PrintFormat::Json | PrintFormat::NdJson);
         self.json_maps.store(json, Ordering::Relaxed);
-        if let Some(SessionStatement::Set { key, .. }) = parse_session_statement(sql) {
-            if !is_known_option(&key) {
-                eprintln!(
-                    "Warning: 'paimon.{key}' is not a Paimon option paimon-sql knows; it is set but may have no effect (a typo?)"
-                );
-            }
-        }
         if let Some(df) = self.session.try_paimon_statement(sql).await? {
             let schema = std::sync::Arc::new(df.schema().as_arrow().clone());
             let batches = df.collect().await?;
