@@ -182,10 +182,10 @@ impl BucketCompaction<'_> {
         apply_deletions: bool,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let file = &entry.file;
-        let path = self
-            .meta
-            .io()
-            .data_file_path(&self.dir, &file.file_name, file.external_path.as_deref());
+        let path =
+            self.meta
+                .io()
+                .data_file_path(&self.dir, &file.file_name, file.external_path.as_deref())?;
         let file_schema = self.meta.schema(file.schema_id).await?;
         let whole = FileToRead::whole(
             path,

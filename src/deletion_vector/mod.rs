@@ -84,7 +84,7 @@ impl DeletionVectorIndex {
                 continue;
             }
             let index_path = match &entry.external_path {
-                Some(p) => Path::from(p.trim_start_matches("file://").trim_start_matches('/')),
+                Some(p) => table_io.external_path(p)?,
                 None => table_io.path(&dirs.path(&entry.partition, entry.bucket, &entry.file_name)?),
             };
             for range in entry.dv_ranges.iter().flatten() {

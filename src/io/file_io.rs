@@ -116,10 +116,46 @@ impl FileIO {
     /// Object-store path of a file relative to the root.
     /// Where a data file is: its external path when it has one, else `<dir>/<name>` under
     /// the table.
-    pub(crate) fn data_file_path(&self, dir: &str, name: &str, external: Option<&str>) -> Path {
+    pub(crate) fn data_file_path(&self, dir: &str, name: &str, external: Option<&str>) -> Result<Path> {
         match external {
-            Some(p) => Path::from(p.trim_start_matches("file://").trim_start_matches('/')),
-            None => self.path(&format!("{dir}/{name}")),
+            Some(uri) => self.external_path(uri),
+            None => Ok(self.path(&format!("{dir}/{name}"))),
+        }
+    }
+
+    /// The path in this store of a file Paimon recorded by URI (`_EXTERNAL_PATH`): `file:/x`
+    /// and `file:///x` on a local store, `s3://bucket/x` where the table's store is that
+    /// bucket (scheme and authority compared case-insensitively, as Java's URI compares
+    /// schemes), a bare `/x` on a local store. A file on another store is an error naming it.
+    pub(crate) fn external_path(&self, uri: &str) -> Result<Path> {
+        let root = url::Url::parse(&self.root_url).ok();
+        let unsupported = || {
+            Error::Unsupported(format!(
+                "data file {uri} is at an external path on another object store than its table's ({})",
+                self.root_url
+            ))
+        };
+        let from_url_path = |p: &str| Path::from_url_path(p).map_err(|e| Error::corrupt(uri, e));
+        match url::Url::parse(uri) {
+            Ok(url) if url.scheme().eq_ignore_ascii_case("file") => match &root {
+                Some(r) if r.scheme() == "file" => from_url_path(url.path()),
+                _ => Err(unsupported()),
+            },
+            Ok(url) => match &root {
+                Some(r)
+                    if r.scheme().eq_ignore_ascii_case(url.scheme())
+                        && r.host_str()
+                            .unwrap_or("")
+                            .eq_ignore_ascii_case(url.host_str().unwrap_or("")) =>
+                {
+                    from_url_path(url.path())
+                }
+                _ => Err(unsupported()),
+            },
+            Err(_) if uri.starts_with('/') && root.as_ref().is_some_and(|r| r.scheme() == "file") => {
+                from_url_path(uri)
+            }
+            Err(_) => Err(unsupported()),
         }
     }
 
@@ -277,5 +313,52 @@ impl FileIO {
         let prefix = self.path(relative_dir);
         let mut s = self.store.list(Some(&prefix));
         Ok(s.try_next().await?.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::FileIO;
+
+    fn io(root_url: &str, root: &str) -> FileIO {
+        FileIO::new(
+            Arc::new(object_store::memory::InMemory::new()),
+            object_store::path::Path::from(root),
+            root_url.to_string(),
+        )
+    }
+
+    /// Java records `file:/x` for local files; `s3://bucket/x` on the table's bucket is the
+    /// table's store, in any case; another store is an error naming the file.
+    #[test]
+    fn external_paths_resolve_on_the_tables_store() {
+        let local = io("file:///wh/db.db/t", "wh/db.db/t");
+        for uri in [
+            "file:/ext/p=1/bucket-0/data-1.parquet",
+            "file:///ext/p=1/bucket-0/data-1.parquet",
+            "/ext/p=1/bucket-0/data-1.parquet",
+        ] {
+            assert_eq!(
+                local.external_path(uri).unwrap().as_ref(),
+                "ext/p=1/bucket-0/data-1.parquet",
+                "{uri}"
+            );
+        }
+        let err = local
+            .external_path("s3://b/ext/data-1.parquet")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("s3://b/ext/data-1.parquet"), "{err}");
+        let s3 = io("s3://bucket/wh/db.db/t", "wh/db.db/t");
+        assert_eq!(
+            s3.external_path("S3://Bucket/ext/data-1.parquet")
+                .unwrap()
+                .as_ref(),
+            "ext/data-1.parquet"
+        );
+        assert!(s3.external_path("s3://other/ext/data-1.parquet").is_err());
+        assert!(s3.external_path("file:/ext/data-1.parquet").is_err());
     }
 }

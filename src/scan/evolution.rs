@@ -243,7 +243,7 @@ async fn read_group(
         }
         let path = ctx
             .table_io
-            .data_file_path(dir, &file.file_name, file.external_path.as_deref());
+            .data_file_path(dir, &file.file_name, file.external_path.as_deref())?;
         let mut to_read = FileToRead::whole(path, file.file_size, false, None);
         to_read.only_fields = Some(owned.into());
         to_read.footers = Some(Arc::clone(ctx.table_io.footers()));
@@ -330,7 +330,7 @@ async fn blob_column(
     for file in files {
         let path = ctx
             .table_io
-            .data_file_path(dir, &file.file_name, file.external_path.as_deref());
+            .data_file_path(dir, &file.file_name, file.external_path.as_deref())?;
         uris.push(store_uri(ctx.table_io.root_url(), &path));
         let bytes = store
             .get(&path)

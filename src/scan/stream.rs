@@ -159,7 +159,7 @@ pub(crate) fn run_stream(
                     )
                 })?;
                 let file = FileToRead {
-                    path,
+                    path: path?,
                     size: f.file_size,
                     need_sequence: read.need_sequence,
                     deletion: f.deletion.clone(),

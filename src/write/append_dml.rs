@@ -342,7 +342,7 @@ impl Job {
             None => vec![],
         };
         // Read without the vector, so positions are the file's; deleted rows are masked below.
-        let file = FileToRead::whole(path, entry.file.file_size.max(0) as u64, false, None);
+        let file = FileToRead::whole(path?, entry.file.file_size.max(0) as u64, false, None);
         let mut stream = Box::pin(
             read_file(
                 Arc::clone(io.store()),

@@ -199,7 +199,7 @@ impl<'a> LookupFiles<'a> {
                 name: file.file_name.clone(),
                 path: meta
                     .io()
-                    .data_file_path(dir, &file.file_name, file.external_path.as_deref()),
+                    .data_file_path(dir, &file.file_name, file.external_path.as_deref())?,
                 size: file.file_size.max(0) as u64,
                 dense_first: DenseKey::of_data_file(file, &file_schema).map(|dense| dense.first),
                 min: encode_key(&ctx, &file.min_key, &key_types),

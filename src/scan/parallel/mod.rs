@@ -208,7 +208,7 @@ async fn open_footers<'a>(
         let store = Arc::clone(ctx.table_io.store());
         let footers = Arc::clone(ctx.table_io.footers());
         let size = f.file_size;
-        async move { crate::format::open_cached(store, &path, size, true, &footers).await }
+        async move { crate::format::open_cached(store, &path?, size, true, &footers).await }
     });
     futures::future::try_join_all(opens).await
 }
