@@ -16,6 +16,7 @@
 //! * [`progress`]: live counters of the running statement (a session extension any layer adds to).
 //! * `deletion_vector`: where each data file's vector is, and decoding it.
 //! * `format`: Parquet, ORC and Avro data files (and the ORC / Parquet manifest encodings).
+//! * `file_index`: Paimon's file indexes (bitmap, bloom filter, range bitmap), to skip files.
 //! * `meta`: snapshots, schemas, tags and manifests of one table (in Avro, ORC or Parquet).
 //! * `merge`: k-way merge of sorted runs with arrow-row keys, merge engines.
 //! * `scan`: merge-on-read planning and the `PaimonScanExec` plan node; incremental reads
@@ -38,6 +39,7 @@ pub(crate) mod deletion_vector;
 pub mod distributed;
 pub(crate) mod dynamic_bucket;
 pub mod error;
+pub(crate) mod file_index;
 pub(crate) mod format;
 pub(crate) mod io;
 pub(crate) mod maintenance;

@@ -100,6 +100,8 @@ pub struct PaimonScanExec {
     partitions: Vec<Vec<Split>>,
     limit: Option<usize>,
     files_pruned: usize,
+    /// Of `files_pruned`, those skipped by their file index (`file_index`).
+    files_skipped_by_index: usize,
     metrics: ExecutionPlanMetricsSet,
     properties: Arc<PlanProperties>,
     /// What built this node (`table::ScanOrigin`), so a plan codec can rebuild it elsewhere.
@@ -133,10 +135,17 @@ impl PaimonScanExec {
             partitions,
             limit,
             files_pruned,
+            files_skipped_by_index: 0,
             metrics: ExecutionPlanMetricsSet::new(),
             properties,
             origin: None,
         }
+    }
+
+    /// Records how many of the pruned files their file index skipped, for `EXPLAIN`.
+    pub(crate) fn with_files_skipped_by_index(mut self, files: usize) -> Self {
+        self.files_skipped_by_index = files;
+        self
     }
 
     /// Records what built this node (see the `origin` field).
@@ -254,6 +263,9 @@ impl DisplayAs for PaimonScanExec {
                 )?;
                 if self.files_pruned > 0 {
                     write!(f, ", files_pruned={}", self.files_pruned)?;
+                }
+                if self.files_skipped_by_index > 0 {
+                    write!(f, ", files_skipped_by_index={}", self.files_skipped_by_index)?;
                 }
                 if let Some(filter) = &self.ctx.value_filter {
                     // evaluated in the Parquet reader of files read without a merge

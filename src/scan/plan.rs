@@ -43,6 +43,8 @@ pub(crate) struct ScanPlan {
     pub(crate) splits: Vec<Split>,
     pub(crate) file_schemas: HashMap<i64, Arc<TableSchema>>,
     pub(crate) files_pruned: usize,
+    /// Of those, the files skipped by their file index.
+    pub(crate) index_pruned: usize,
 }
 
 /// Plans the splits of a batch scan of `req.snapshot`.
@@ -72,6 +74,12 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
     let mut file_schemas: HashMap<i64, Arc<TableSchema>> = HashMap::new();
     let mut splits = Vec::new();
     let mut files_pruned = 0;
+    let mut index_pruned = 0;
+    // (a data-evolution file's index covers only its columns of a row-id group)
+    let index_filter = match data_evolution {
+        false => crate::file_index::FileIndexFilter::new(req.schema, req.options, req.predicate.as_ref()),
+        true => None,
+    };
     for ((partition_bytes, bucket), entries) in &live.groups {
         if req
             .skip_partitions
@@ -113,14 +121,24 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
             files = prune_files(p, req.schema, &partition, files, &file_schemas)?;
             files_pruned += before - files.len();
         }
-        if files.is_empty() {
-            continue;
-        }
         let partition_path = paths::partition_path(
             &req.schema.partition_keys,
             &partition,
             &req.options.partition_default_name,
         );
+        if let Some(filter) = &index_filter {
+            let dir = paths::bucket_path(
+                req.options.data_file_path_directory.as_deref(),
+                &partition_path,
+                *bucket,
+            );
+            let before = files.len();
+            files = skip_by_file_index(req.meta, filter, &dir, files, &file_schemas).await?;
+            index_pruned += before - files.len();
+        }
+        if files.is_empty() {
+            continue;
+        }
         let split_files = files
             .iter()
             .map(|e| {
@@ -157,8 +175,55 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
     Ok(ScanPlan {
         splits,
         file_schemas,
-        files_pruned,
+        files_pruned: files_pruned + index_pruned,
+        index_pruned,
     })
+}
+
+/// `files` without those whose file index shows no row can pass `filter`: the index embedded
+/// in the manifest entry, or the `.index` file beside the data file.
+async fn skip_by_file_index<'a>(
+    meta: &TableMeta,
+    filter: &crate::file_index::FileIndexFilter,
+    dir: &str,
+    files: Vec<&'a ManifestEntry>,
+    file_schemas: &HashMap<i64, Arc<TableSchema>>,
+) -> Result<Vec<&'a ManifestEntry>> {
+    let mut kept = Vec::with_capacity(files.len());
+    for e in files {
+        let Some(schema) = file_schemas.get(&e.file.schema_id) else {
+            kept.push(e);
+            continue;
+        };
+        let index = match (
+            &e.file.embedded_index,
+            crate::file_index::FileIndexFilter::index_file(&e.file),
+        ) {
+            (Some(bytes), _) => Some(bytes::Bytes::from(bytes.clone())),
+            (None, Some(name)) => {
+                // beside the data file: in its external directory if it has one
+                let path = match &e.file.external_path {
+                    Some(uri) => {
+                        let parent = uri.rsplit_once('/').map_or(uri.as_str(), |(d, _)| d);
+                        meta.io().external_path(&format!("{parent}/{name}"))?
+                    }
+                    None => meta.io().path(&format!("{dir}/{name}")),
+                };
+                let read = object_store::ObjectStoreExt::get(meta.io().store().as_ref(), &path).await;
+                Some(
+                    read.map_err(crate::error::Error::from)?
+                        .bytes()
+                        .await
+                        .map_err(crate::error::Error::from)?,
+                )
+            }
+            (None, None) => None,
+        };
+        if index.is_none_or(|bytes| filter.may_match(schema, &bytes)) {
+            kept.push(e);
+        }
+    }
+    Ok(kept)
 }
 
 /// DataFusion's pruning predicate for pushed-down filters over `schema`, if any can prune.

@@ -128,6 +128,9 @@ pub struct TableOptions {
     /// `blob-as-descriptor`: BLOB columns read as serialized blob descriptors (where the bytes
     /// are) instead of their bytes.
     pub blob_as_descriptor: bool,
+    /// `file-index.read.enabled` (default true): append-table reads skip files by their file
+    /// indexes.
+    pub file_index_read: bool,
     /// `blob-descriptor-field`: BLOB columns stored inline as descriptors of bytes elsewhere.
     pub blob_descriptor_fields: Vec<String>,
 }
@@ -198,6 +201,10 @@ impl TableOptions {
                 })
                 .unwrap_or_default(),
             blob_as_descriptor: bool_opt("blob-as-descriptor")?,
+            file_index_read: match get("file-index.read.enabled") {
+                None => true,
+                Some(_) => bool_opt("file-index.read.enabled")?,
+            },
             blob_descriptor_fields: get("blob-descriptor-field")
                 .or_else(|| get("blob.stored-descriptor-fields"))
                 .map(|s| {

@@ -42,12 +42,12 @@ pub const APPLIED_READ_OPTIONS: &[&str] = &[
     "branch",
     "deletion-vectors.merge-on-read",
     "blob-as-descriptor",
+    "file-index.read.enabled",
 ];
 
 /// Read options that tune how a read runs, never what it returns (in Paimon as here): accepted,
 /// with no effect on this crate's reads.
 pub const TUNING_OPTIONS: &[&str] = &[
-    "file-index.read.enabled",
     "source.split.target-size",
     "source.split.open-file-cost",
     "lookup.cache-max-memory-size",

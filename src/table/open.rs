@@ -78,6 +78,7 @@ pub(crate) async fn open_table_with_latest(
             &mut table.options.dv_merge_on_read,
         ),
         ("blob-as-descriptor", &mut table.options.blob_as_descriptor),
+        ("file-index.read.enabled", &mut table.options.file_index_read),
     ] {
         if let Some(v) = options.get(key) {
             *slot = match v.trim().to_ascii_lowercase().as_str() {

@@ -460,6 +460,7 @@ impl PaimonTable {
                 limit,
                 plan.files_pruned,
             )
+            .with_files_skipped_by_index(plan.index_pruned)
             .with_origin(self.origin(ScanKind::Batch, None, projection, filters, limit)),
         ))
     }

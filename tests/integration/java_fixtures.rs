@@ -46,7 +46,7 @@ fn java_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/java-paimon")
 }
 
-fn warehouse_path(warehouse: &str) -> String {
+pub(crate) fn warehouse_path(warehouse: &str) -> String {
     java_root()
         .join("warehouses")
         .join(warehouse)
@@ -56,7 +56,7 @@ fn warehouse_path(warehouse: &str) -> String {
 }
 
 /// Every `(database, table)` of a warehouse: the folders `<db>.db/<t>` that hold a `schema/`.
-fn tables(warehouse: &str) -> Vec<(String, String)> {
+pub(crate) fn tables(warehouse: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for db in std::fs::read_dir(warehouse_path(warehouse)).expect("warehouse lists") {
         let db = db.expect("entry").path();
@@ -80,7 +80,7 @@ fn tables(warehouse: &str) -> Vec<(String, String)> {
 }
 
 /// `db."t"` or `db."t$suffix"`.
-fn quoted(db: &str, table: &str, suffix: &str) -> String {
+pub(crate) fn quoted(db: &str, table: &str, suffix: &str) -> String {
     format!("{db}.\"{table}{suffix}\"")
 }
 

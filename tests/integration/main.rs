@@ -17,6 +17,7 @@ mod compaction;
 mod concurrent_commits;
 mod crash;
 mod errors;
+mod file_indexes;
 mod fixtures;
 mod incremental;
 mod java_fixtures;

@@ -1,0 +1,77 @@
+//! The file-index container of one data file (Paimon's `FileIndexFormat`), big-endian:
+//!
+//! ```text
+//! magic: i64 | version: i32 (1) | head_length: i32 | columns: i32
+//! per column: name (u16 length + bytes) | indexes: i32
+//!     per index: type (u16 length + bytes) | start: i32 (from byte 0; -1: empty) | length: i32
+//! redundant_length: i32 | ... | index bodies
+//! ```
+//!
+//! Entries are looked up by name: Java writes them in hash-map order.
+
+use std::collections::HashMap;
+
+const MAGIC: i64 = 1_493_475_289_347_502;
+
+/// One index of a column: its type name and bytes (`None`: an empty index).
+pub(crate) type Entries<'a> = HashMap<(String, String), Option<&'a [u8]>>;
+
+struct Cursor<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let out = self.bytes.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(out)
+    }
+
+    fn i32(&mut self) -> Option<i32> {
+        Some(i32::from_be_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_be_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn utf(&mut self) -> Option<String> {
+        let len = u16::from_be_bytes(self.take(2)?.try_into().ok()?) as usize;
+        // (Java's modified UTF-8 equals UTF-8 for the names Paimon writes)
+        String::from_utf8(self.take(len)?.to_vec()).ok()
+    }
+}
+
+/// The indexes of a container by (column, index type); `None` when the bytes are not a
+/// container this reader knows (a reader then keeps the file).
+pub(crate) fn parse(bytes: &[u8]) -> Option<Entries<'_>> {
+    let mut c = Cursor { bytes, at: 0 };
+    if c.i64()? != MAGIC || c.i32()? != 1 {
+        return None;
+    }
+    let _head_length = c.i32()?;
+    let columns = c.i32()?;
+    let mut out = HashMap::new();
+    for _ in 0..columns.max(0) {
+        let column = c.utf()?;
+        let indexes = c.i32()?;
+        for _ in 0..indexes.max(0) {
+            let kind = c.utf()?;
+            let (start, length) = (c.i32()?, c.i32()?);
+            let body = match start {
+                -1 => None,
+                s => Some(
+                    bytes.get(
+                        usize::try_from(s).ok()?
+                            ..usize::try_from(s)
+                                .ok()?
+                                .checked_add(usize::try_from(length).ok()?)?,
+                    )?,
+                ),
+            };
+            out.insert((column.clone(), kind), body);
+        }
+    }
+    Some(out)
+}
