@@ -108,7 +108,7 @@ impl Compaction<'_> {
                         &partition_path,
                         bucket,
                     );
-                    let file = write_data_file(
+                    let files = write_data_file(
                         self.meta.io(),
                         &dir,
                         "data",
@@ -117,13 +117,13 @@ impl Compaction<'_> {
                         renumbered(&slice, offset)?,
                     )
                     .await?;
-                    added.push(ManifestEntry {
+                    added.extend(files.into_iter().map(|file| ManifestEntry {
                         kind: FileKind::Add,
                         partition: group.0.clone(),
                         bucket,
                         total_buckets,
                         file,
-                    });
+                    }));
                 }
                 removed.push(entry.clone());
             }

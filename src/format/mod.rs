@@ -17,7 +17,7 @@
 //! `PARQUET:field_id` field metadata (used by Parquet; ORC and Avro files are matched by name).
 
 mod avro;
-mod blob;
+pub(crate) mod blob;
 mod orc;
 mod orc_write;
 mod parquet;

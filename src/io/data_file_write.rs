@@ -13,6 +13,7 @@ use arrow::array::{ArrayRef, Int64Array, Int8Array, RecordBatch};
 use arrow::datatypes::{DataType as ArrowType, Field, Schema};
 use datafusion::common::ScalarValue;
 
+use super::blob_write::BlobColumns;
 use super::file_stats::StatsAccumulator;
 use super::FileIO;
 use crate::error::{Error, Result};
@@ -43,7 +44,7 @@ fn field_with_id(name: &str, data_type: ArrowType, nullable: bool, id: i32) -> F
 
 /// Writes `rows` as `<dir>/<prefix>-<uuid>-0.<format>` in the format the table's options give
 /// for `level` (`file.format`, `file.format.per.level`, `file.compression`) and returns the
-/// file's metadata (at `level`, APPEND source).
+/// file's metadata (at `level`, APPEND source), then that of its `.blob` files (BLOB columns).
 pub(crate) async fn write_data_file(
     io: &FileIO,
     dir: &str,
@@ -51,7 +52,7 @@ pub(crate) async fn write_data_file(
     level: i32,
     schema: &TableSchema,
     rows: DataFileRows,
-) -> Result<DataFileMeta> {
+) -> Result<Vec<DataFileMeta>> {
     let mut writer = DataFileWriter::new(dir, prefix, level, schema, rows.kv.is_some())?;
     writer.write(&rows)?;
     writer.finish(io).await
@@ -62,6 +63,8 @@ pub(crate) async fn write_data_file(
 /// writer holds one encoded file, never its decoded rows.
 pub(crate) struct DataFileWriter<'a> {
     dir: String,
+    /// `<prefix>-<uuid>`: the file is `<stem>-0.<format>`, its `.blob` files `<stem>-<n>.blob`.
+    stem: String,
     name: String,
     level: i32,
     schema: &'a TableSchema,
@@ -77,6 +80,11 @@ pub(crate) struct DataFileWriter<'a> {
     value_stats: StatsAccumulator,
     sequence_range: Option<(i64, i64)>,
     deletes: i64,
+    /// The BLOB columns of an append file, written to `.blob` files beside it; the file itself
+    /// holds the table's other columns (`stored`).
+    blobs: Option<BlobColumns>,
+    /// Positions of the table columns this file holds.
+    stored: Vec<usize>,
 }
 
 impl<'a> DataFileWriter<'a> {
@@ -90,11 +98,8 @@ impl<'a> DataFileWriter<'a> {
     ) -> Result<Self> {
         let format_error = |e: datafusion::error::DataFusionError| Error::FileFormat(e.message().to_string());
         let format = WriteFormat::of_level(&schema.options, level).map_err(format_error)?;
-        let name = format!(
-            "{prefix}-{}-0.{}",
-            uuid::Uuid::new_v4(),
-            format.format.extension()
-        );
+        let stem = format!("{prefix}-{}", uuid::Uuid::new_v4());
+        let name = format!("{stem}-0.{}", format.format.extension());
         let keys: Vec<(usize, &DataField)> = schema
             .trimmed_primary_keys()
             .into_iter()
@@ -102,6 +107,13 @@ impl<'a> DataFileWriter<'a> {
                 let i = schema.fields.iter().position(|f| f.id == k.id)?;
                 Some((i, &schema.fields[i]))
             })
+            .collect();
+        let blobs = match kv {
+            true => None,
+            false => BlobColumns::of(schema)?,
+        };
+        let stored: Vec<usize> = (0..schema.fields.len())
+            .filter(|i| !blobs.as_ref().is_some_and(|b| b.holds(*i)))
             .collect();
         let mut fields = Vec::new();
         if kv {
@@ -126,7 +138,7 @@ impl<'a> DataFileWriter<'a> {
                 VALUE_KIND_FIELD_ID,
             ));
         }
-        for f in &schema.fields {
+        for f in stored.iter().map(|i| &schema.fields[*i]) {
             fields.push(field_with_id(
                 &f.name,
                 f.data_type.to_arrow(),
@@ -140,13 +152,13 @@ impl<'a> DataFileWriter<'a> {
             .iter()
             .map(|(_, k)| k.data_type.to_arrow())
             .collect::<Vec<_>>();
-        let value_types = schema
-            .fields
+        let value_types = stored
             .iter()
-            .map(|f| f.data_type.to_arrow())
+            .map(|i| schema.fields[*i].data_type.to_arrow())
             .collect::<Vec<_>>();
         Ok(DataFileWriter {
             dir: dir.to_string(),
+            stem,
             name,
             level,
             schema,
@@ -162,6 +174,8 @@ impl<'a> DataFileWriter<'a> {
             last_key: None,
             sequence_range: None,
             deletes: 0,
+            blobs,
+            stored,
         })
     }
 
@@ -214,8 +228,16 @@ impl<'a> DataFileWriter<'a> {
                 )))
             }
         }
-        columns.extend(rows.values.columns().iter().cloned());
+        let values: Vec<ArrayRef> = self
+            .stored
+            .iter()
+            .map(|i| Arc::clone(rows.values.column(*i)))
+            .collect();
+        columns.extend(values.iter().cloned());
         let batch = RecordBatch::try_new(Arc::clone(&self.file_schema), columns)?;
+        if let Some(blobs) = &mut self.blobs {
+            blobs.write(&rows.values)?;
+        }
         // Statistics the encoder does not keep itself (every column of ORC and Avro files,
         // floating point and other columns of Parquet ones, see `io::file_stats`) take a pass
         // over their columns: for a big write on a thread of their own while the encoder's
@@ -228,7 +250,7 @@ impl<'a> DataFileWriter<'a> {
             if !key_columns_written.is_empty() {
                 key_stats.update(&key_columns_written)?;
             }
-            value_stats.update(rows.values.columns())
+            value_stats.update(&values)
         };
         let encode = |encoder: &mut FileEncoder| {
             encoder
@@ -264,8 +286,8 @@ impl<'a> DataFileWriter<'a> {
         self.encoder.size()
     }
 
-    /// Writes the file to `io` and returns its metadata.
-    pub(crate) async fn finish(self, io: &FileIO) -> Result<DataFileMeta> {
+    /// Writes the file to `io` and returns its metadata, then that of its `.blob` files.
+    pub(crate) async fn finish(self, io: &FileIO) -> Result<Vec<DataFileMeta>> {
         let encoded = self
             .encoder
             .finish()
@@ -287,7 +309,13 @@ impl<'a> DataFileWriter<'a> {
             ),
         };
         let (min_sequence_number, max_sequence_number) = self.sequence_range.unwrap_or((0, 0));
-        Ok(DataFileMeta {
+        let write_cols = self.blobs.as_ref().map(|_| {
+            self.stored
+                .iter()
+                .map(|i| self.schema.fields[*i].name.clone())
+                .collect()
+        });
+        let data_file = DataFileMeta {
             file_name: self.name,
             file_size,
             row_count: self.rows as i64,
@@ -307,8 +335,13 @@ impl<'a> DataFileWriter<'a> {
             value_stats_cols: None,
             external_path: None,
             first_row_id: None,
-            write_cols: None,
-        })
+            write_cols,
+        };
+        let Some(blobs) = self.blobs else {
+            return Ok(vec![data_file]);
+        };
+        let blob_files = blobs.finish(io, &self.dir, &self.stem, &data_file).await?;
+        Ok(std::iter::once(data_file).chain(blob_files).collect())
     }
 }
 
@@ -370,8 +403,8 @@ mod tests {
                 .unwrap();
         }
         let (whole, pieces) = (
-            whole.finish(&io).await.unwrap(),
-            pieces.finish(&io).await.unwrap(),
+            whole.finish(&io).await.unwrap().remove(0),
+            pieces.finish(&io).await.unwrap().remove(0),
         );
         assert_eq!(whole.row_count, n);
         assert_eq!(
@@ -483,7 +516,7 @@ mod tests {
                     })
                     .unwrap();
             }
-            written.push(writer.finish(&io).await.unwrap());
+            written.push(writer.finish(&io).await.unwrap().remove(0));
         }
         let (parquet, orc) = (&written[0], &written[1]);
         assert!(parquet.file_name.ends_with(".parquet") && orc.file_name.ends_with(".orc"));

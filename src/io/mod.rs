@@ -1,5 +1,6 @@
 //! Bytes on an `ObjectStore`; knows nothing about tables.
 
+mod blob_write;
 mod byte_lru;
 mod data_file_write;
 mod file_io;

@@ -109,7 +109,7 @@ impl<'a> RollingFileWriter<'a> {
     /// Stores the files [`Self::encode`] closed.
     pub(crate) async fn store_closed(&mut self) -> Result<()> {
         for file in std::mem::take(&mut self.closed) {
-            self.written.push(file.finish(self.io).await?);
+            self.written.extend(file.finish(self.io).await?);
         }
         Ok(())
     }

@@ -261,12 +261,12 @@ impl Job {
                     base.marked.push(entry.clone());
                 } else {
                     base.rewritten.push(entry.clone());
-                    if let Some(file) = self.write_rows(&dir, outcome.rewritten).await? {
+                    for file in self.write_rows(&dir, outcome.rewritten).await? {
                         added.push(self.add_entry(partition, *bucket, file));
                     }
                 }
             }
-            if let Some(file) = self.write_rows(&dir, updated).await? {
+            for file in self.write_rows(&dir, updated).await? {
                 added.push(self.add_entry(partition, *bucket, file));
             }
             if !new_positions.is_empty() {
@@ -434,18 +434,16 @@ impl Job {
         &self,
         dir: &str,
         batches: Vec<RecordBatch>,
-    ) -> Result<Option<crate::spec::DataFileMeta>> {
+    ) -> Result<Vec<crate::spec::DataFileMeta>> {
         let Some(first) = batches.first() else {
-            return Ok(None);
+            return Ok(vec![]);
         };
         let values = concat_batches(&first.schema(), &batches)?;
         if values.num_rows() == 0 {
-            return Ok(None);
+            return Ok(vec![]);
         }
         let rows = DataFileRows { values, kv: None };
-        Ok(Some(
-            write_data_file(self.meta.io(), dir, "data", 0, &self.schema, rows).await?,
-        ))
+        Ok(write_data_file(self.meta.io(), dir, "data", 0, &self.schema, rows).await?)
     }
 
     /// One index file with every vector of the bucket: the current vectors of its live files

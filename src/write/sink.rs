@@ -395,14 +395,14 @@ impl PaimonSink {
         let mut written = Vec::with_capacity(2);
         for (prefix, rows) in [("data", Some(rows)), (CHANGELOG_PREFIX, input_changelog)] {
             let Some(rows) = rows else { continue };
-            let file = write_data_file(meta.io(), &dir, prefix, 0, &schema, rows).await?;
-            written.push(ManifestEntry {
+            let files = write_data_file(meta.io(), &dir, prefix, 0, &schema, rows).await?;
+            written.extend(files.into_iter().map(|file| ManifestEntry {
                 kind: FileKind::Add,
                 partition: group.0.clone(),
                 bucket: group.1,
                 total_buckets: options.bucket,
                 file,
-            });
+            }));
         }
         Ok(written)
     }

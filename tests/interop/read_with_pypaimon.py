@@ -283,6 +283,15 @@ def normalise_system_table(name, table):
         paths = [None if p is None else os.path.basename(p) for p in table.column("file_path").to_pylist()]
         idx = table.schema.get_field_index("file_path")
         table = table.set_column(idx, "file_path", pa.array(paths, pa.string()))
+    if name == "files" and "file_format" in table.schema.names and "file_path" in table.schema.names:
+        # pypaimon 2.1 names the table's file.format for a .blob file too; Java (and we) name the
+        # file's own format, from its extension.
+        formats = [
+            "blob" if (p or "").endswith(".blob") else f
+            for p, f in zip(table.column("file_path").to_pylist(), table.column("file_format").to_pylist())
+        ]
+        idx = table.schema.get_field_index("file_format")
+        table = table.set_column(idx, "file_format", pa.array(formats, pa.string()))
     if name == "files" and "creation_time" in table.schema.names:
         # pypaimon shows the file creation time to the second, we show milliseconds.
         times = [

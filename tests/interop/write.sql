@@ -518,6 +518,13 @@ CREATE TABLE interop.row_tracked (id INT, v STRING) WITH ('row-tracking.enabled'
 INSERT INTO interop.row_tracked VALUES (10, 'a'), (20, 'b'), (30, 'c');
 INSERT INTO interop.row_tracked VALUES (40, 'd');
 
+-- BLOB columns (Paimon 1.4): the bytes in .blob files beside the data file, two rows per file.
+CREATE TABLE interop.blobs (id INT, name STRING, pic BLOB)
+WITH ('row-tracking.enabled' = 'true', 'data-evolution.enabled' = 'true', 'blob.target-file-size' = '40 b');
+
+INSERT INTO interop.blobs VALUES (1, 'one', X'0102030405'), (2, 'two', X'FF'), (3, 'three', X'00112233445566778899');
+INSERT INTO interop.blobs VALUES (4, 'four', X'CAFE');
+
 ----------------------------------------------------------------------------------------------------
 -- Concurrent writers: tests/interop/run.sh starts 4 paimon-sql processes at once, each committing
 -- 50 INSERTs and 5 DELETEs into this table (tests/interop/concurrent_writer.sh). Compaction

@@ -321,6 +321,7 @@ impl<'a> DdlParser<'a> {
             "MAP" => self.map()?,
             "ROW" => TypeKind::Row(self.row_fields()?),
             "VARIANT" => TypeKind::Variant,
+            "BLOB" => TypeKind::Blob,
             _ => return not_supported(&format!("data type {name}")),
         };
         Ok(nullable(kind))

@@ -69,6 +69,25 @@ pub(crate) fn normalize_schema(schema: &mut TableSchema, table: &str) -> Result<
     }
     check_key_list(&schema.partition_keys, &names, "Partition", table)?;
     check_key_list(&schema.primary_keys, &names, "Primary key", table)?;
+    // `blob-field`: binary columns stored as BLOBs (how Flink and Spark DDL, which have no
+    // BLOB type, declare them)
+    if let Some(list) = schema.options.get("blob-field") {
+        for name in split_list(list) {
+            let Some(field) = schema.fields.iter_mut().find(|f| f.name == name) else {
+                return plan_err!("Column '{name}' of option 'blob-field' is not a column of table {table}");
+            };
+            match field.data_type.kind {
+                TypeKind::Blob => {}
+                TypeKind::Binary(_) | TypeKind::VarBinary(_) => field.data_type.kind = TypeKind::Blob,
+                _ => {
+                    return plan_err!(
+                        "Column '{name}' of option 'blob-field' of table {table} has type {}, not BYTES",
+                        field.data_type
+                    )
+                }
+            }
+        }
+    }
     let pk_nullable = bool_option(&schema.options, "primary-key.nullable", false)?;
     for field in &mut schema.fields {
         if schema.primary_keys.contains(&field.name) {
@@ -119,6 +138,7 @@ pub(crate) fn validate_schema(schema: &TableSchema, table: &str) -> Result<()> {
     ctx.merge_engine()?;
     ctx.changelog_and_modes()?;
     ctx.retention()?;
+    ctx.blobs()?;
     crate::format::WriteFormat::check_options(&schema.options)?;
     crate::meta::ManifestFormat::of_options(&schema.options)?;
     crate::maintenance::auto_tags::AutoTags::parse(table, &schema.options)?;
@@ -498,6 +518,50 @@ impl Ctx<'_> {
             if min > max {
                 return config_err!("Option '{what}.num-retained.min' ({min}) must not be larger than '{what}.num-retained.max' ({max})");
             }
+        }
+        Ok(())
+    }
+
+    /// Java `SchemaValidation`: `BLOB` columns live in `.blob` files of a data-evolution table
+    /// (which needs row tracking, so no primary key), beside at least one other column.
+    fn blobs(&self) -> Result<()> {
+        let blobs: Vec<&str> = self
+            .schema
+            .fields
+            .iter()
+            .filter(|f| f.data_type.kind == TypeKind::Blob)
+            .map(|f| f.name.as_str())
+            .collect();
+        let Some(first) = blobs.first() else {
+            return Ok(());
+        };
+        let enabled = |key: &str| bool_option(&self.schema.options, key, false);
+        if !enabled("data-evolution.enabled")? || !enabled("row-tracking.enabled")? {
+            return config_err!(
+                "BLOB column '{first}' of table {} needs 'data-evolution.enabled' and 'row-tracking.enabled' = 'true'",
+                self.table
+            );
+        }
+        if self.has_pk() {
+            return config_err!(
+                "Table {} with BLOB column '{first}' cannot have a primary key",
+                self.table
+            );
+        }
+        if blobs.len() == self.schema.fields.len() {
+            return config_err!(
+                "Table {} with BLOB columns must have other columns too",
+                self.table
+            );
+        }
+        if let Some(p) = blobs
+            .iter()
+            .find(|b| self.schema.partition_keys.iter().any(|k| k == *b))
+        {
+            return config_err!(
+                "BLOB column '{p}' of table {} cannot be a partition key",
+                self.table
+            );
         }
         Ok(())
     }
