@@ -13,7 +13,7 @@
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::DataType as ArrowType;
 
-use super::FileIO;
+use super::{ExternalPaths, FileIO};
 use crate::error::{Error, Result};
 use crate::format::blob::BlobEncoder;
 use crate::spec::{BinaryRow, DataFileMeta, SimpleStats, TableSchema, TypeKind};
@@ -111,7 +111,7 @@ impl BlobColumns {
     }
 
     /// Stores the `.blob` files of the data file `<dir>/<stem>-0.<format>` as
-    /// `<stem>-1.blob`, `<stem>-2.blob`, ... and returns their metadata (the data file's
+    /// `<stem>-1.blob`, `<stem>-2.blob`, ... (at external paths as the data file) and returns their metadata (the data file's
     /// schema, level and sequence numbers; no statistics, as Java writes none).
     pub(crate) async fn finish(
         self,
@@ -119,6 +119,7 @@ impl BlobColumns {
         dir: &str,
         stem: &str,
         data_file: &DataFileMeta,
+        external: Option<&ExternalPaths>,
     ) -> Result<Vec<DataFileMeta>> {
         let empty = BinaryRow::encode(&[])?;
         let no_stats = SimpleStats {
@@ -139,7 +140,7 @@ impl BlobColumns {
                 let name = format!("{stem}-{counter}.blob");
                 counter += 1;
                 let file_size = bytes.len() as i64;
-                io.write(&format!("{dir}/{name}"), bytes).await?;
+                let external_path = super::data_file_write::store(io, external, dir, &name, bytes).await?;
                 out.push(DataFileMeta {
                     file_name: name,
                     file_size,
@@ -158,7 +159,7 @@ impl BlobColumns {
                     embedded_index: None,
                     file_source: data_file.file_source,
                     value_stats_cols: Some(vec![]),
-                    external_path: None,
+                    external_path,
                     first_row_id: None,
                     write_cols: Some(vec![column.name.clone()]),
                 });

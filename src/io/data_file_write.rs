@@ -15,6 +15,7 @@ use datafusion::common::ScalarValue;
 
 use super::blob_write::BlobColumns;
 use super::file_stats::StatsAccumulator;
+use super::ExternalPaths;
 use super::FileIO;
 use crate::error::{Error, Result};
 use crate::format::{FileEncoder, WriteFormat};
@@ -85,6 +86,8 @@ pub(crate) struct DataFileWriter<'a> {
     blobs: Option<BlobColumns>,
     /// Positions of the table columns this file holds.
     stored: Vec<usize>,
+    /// Where the file goes instead of `dir` (`data-file.external-paths`), if anywhere.
+    external: Option<ExternalPaths>,
 }
 
 impl<'a> DataFileWriter<'a> {
@@ -176,6 +179,7 @@ impl<'a> DataFileWriter<'a> {
             deletes: 0,
             blobs,
             stored,
+            external: ExternalPaths::of(&schema.options)?,
         })
     }
 
@@ -294,7 +298,7 @@ impl<'a> DataFileWriter<'a> {
             .map_err(|e| Error::FileFormat(e.message().to_string()))?;
         let buf = encoded.bytes;
         let file_size = buf.len() as i64;
-        io.write(&format!("{}/{}", self.dir, self.name), buf).await?;
+        let external_path = store(io, self.external.as_ref(), &self.dir, &self.name, buf).await?;
         let empty = BinaryRow::encode(&[])?;
         let (min_key, max_key, key_stats) = match (self.first_key, self.last_key) {
             (Some(first), Some(last)) => (first, last, self.key_stats.finish(false, &encoded.column_stats)?),
@@ -333,15 +337,39 @@ impl<'a> DataFileWriter<'a> {
             embedded_index: None,
             file_source: Some(0),
             value_stats_cols: None,
-            external_path: None,
+            external_path,
             first_row_id: None,
             write_cols,
         };
         let Some(blobs) = self.blobs else {
             return Ok(vec![data_file]);
         };
-        let blob_files = blobs.finish(io, &self.dir, &self.stem, &data_file).await?;
+        let blob_files = blobs
+            .finish(io, &self.dir, &self.stem, &data_file, self.external.as_ref())
+            .await?;
         Ok(std::iter::once(data_file).chain(blob_files).collect())
+    }
+}
+
+/// Stores a new file `name` of the bucket directory `dir`: below the table, or at an external
+/// path, whose URI it returns.
+pub(super) async fn store(
+    io: &FileIO,
+    external: Option<&ExternalPaths>,
+    dir: &str,
+    name: &str,
+    bytes: Vec<u8>,
+) -> Result<Option<String>> {
+    match external {
+        Some(external) => {
+            let uri = external.next_uri(dir, name);
+            io.write_at(&io.external_path(&uri)?, bytes).await?;
+            Ok(Some(uri))
+        }
+        None => {
+            io.write(&format!("{dir}/{name}"), bytes).await?;
+            Ok(None)
+        }
     }
 }
 

@@ -193,6 +193,13 @@ impl FileIO {
         Ok(())
     }
 
+    /// Writes (or replaces) the object at `path`, a path of this store such as
+    /// [`Self::external_path`] gives.
+    pub(crate) async fn write_at(&self, path: &Path, bytes: Vec<u8>) -> Result<()> {
+        self.store.put(path, bytes.into()).await?;
+        Ok(())
+    }
+
     /// Creates a file atomically; `Ok(false)` if it already exists (the loser of a race).
     pub(crate) async fn create_new(&self, relative: &str, bytes: Vec<u8>) -> Result<bool> {
         let opts = object_store::PutOptions {
@@ -224,6 +231,19 @@ impl FileIO {
     /// Deletes a file (missing files are fine).
     pub(crate) async fn delete(&self, relative: &str) -> Result<()> {
         match self.store.delete(&self.path(relative)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Deletes a data file by the path expiration knows it by: relative to the table, or the
+    /// URI of a file at an external path ([`Self::external_path`]). A missing file is no error.
+    pub(crate) async fn delete_data_file(&self, path: &str) -> Result<()> {
+        // (a relative path is `<k>=<v>/.../bucket-<n>/<file>` or `bucket-<n>/<file>`: no URI)
+        if url::Url::parse(path).is_err() {
+            return self.delete(path).await;
+        }
+        match self.store.delete(&self.external_path(path)?).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }

@@ -3,6 +3,7 @@
 mod blob_write;
 mod byte_lru;
 mod data_file_write;
+mod external_paths;
 mod file_io;
 mod file_stats;
 mod read_counting;
@@ -10,6 +11,7 @@ mod rolling_write;
 
 pub(crate) use byte_lru::ByteLru;
 pub(crate) use data_file_write::{write_data_file, DataFileRows, DataFileWriter};
+pub(crate) use external_paths::ExternalPaths;
 pub(crate) use file_io::{CachedFooter, FileIO, FooterCache};
 pub(crate) use read_counting::ReadCountingStore;
 pub(crate) use rolling_write::RollingFileWriter;

@@ -123,7 +123,7 @@ pub(crate) async fn expire_changelogs_older_than(
         drop.manifests.extend(lists.manifests);
     }
     for path in data_files.iter().filter(|p| !tagged_files.contains(*p)) {
-        meta.io().delete(path).await?;
+        meta.io().delete_data_file(path).await?;
     }
     for name in drop.manifests.difference(&keep.manifests) {
         meta.io().delete(&paths::manifest_file(name)).await?;

@@ -304,7 +304,7 @@ impl Expiration<'_> {
                 .await;
         }
         for path in data_files.iter().filter(|p| !tagged_files.contains(*p)) {
-            meta.io().delete(path).await?;
+            meta.io().delete_data_file(path).await?;
         }
         for name in drop.manifests.difference(&keep.manifests) {
             meta.io().delete(&paths::manifest_file(name)).await?;

@@ -106,11 +106,11 @@ impl<'a> TableFiles<'a> {
         Ok(paths)
     }
 
-    /// Path of a data or changelog file relative to the table root; None for files at an
-    /// external path, which this expiration leaves in place.
+    /// Path of a data or changelog file relative to the table root, or the URI of one at an
+    /// external path (`FileIO::delete_data_file` takes both).
     pub(super) fn data_path(&self, e: &ManifestEntry) -> Result<Option<String>> {
-        if e.file.external_path.is_some() {
-            return Ok(None);
+        if let Some(uri) = &e.file.external_path {
+            return Ok(Some(uri.clone()));
         }
         let values = BinaryRow::decode(&e.partition, &self.partition_types)?.values;
         let partition =

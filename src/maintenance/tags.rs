@@ -211,7 +211,7 @@ pub(crate) async fn rollback_to(
         meta.io().delete(&paths::tag_file(&tag.name)).await?;
     }
     for path in added.iter().filter(|p| !kept_data.contains(*p)) {
-        meta.io().delete(path).await?;
+        meta.io().delete_data_file(path).await?;
     }
     for name in drop.manifests.difference(&keep.manifests) {
         meta.io().delete(&paths::manifest_file(name)).await?;

@@ -234,19 +234,6 @@ pub fn default_bucket_function(options: &BTreeMap<String, String>) -> bool {
 /// Row-tracking tables take new rows (the commit gives them row ids, `meta::row_tracking`), but
 /// not rewrites of stored rows: see [`rewrites_lose_row_ids`].
 pub fn unsupported_for_new_files(options: &BTreeMap<String, String>) -> Option<String> {
-    // (with strategy `none`, Paimon's default, the paths are not used)
-    let strategy = options
-        .get("data-file.external-paths.strategy")
-        .map(|s| s.trim().to_ascii_lowercase())
-        .unwrap_or_else(|| "none".into());
-    let paths = options
-        .get("data-file.external-paths")
-        .is_some_and(|p| !p.trim().is_empty());
-    if paths && strategy != "none" {
-        return Some(format!(
-            "data-file.external-paths with strategy '{strategy}' (new data files would belong at external paths, which this crate does not write)"
-        ));
-    }
     if !default_bucket_function(options) {
         return Some(format!(
             "bucket-function.type = '{}' (rows would land in other buckets than Paimon's writers choose)",

@@ -7,7 +7,8 @@
 #    and reused while it has the pinned versions;
 # 2. the paimon-sql CLI (debug build, default features);
 # 3. paimon-sql runs tests/interop/write.sql against a fresh temporary warehouse (removed at exit;
-#    set INTEROP_KEEP=1 to keep it and the dumps, for debugging);
+#    set INTEROP_KEEP=1 to keep it and the dumps, for debugging), then write_external.sql with
+#    its external data paths in the same temporary directory;
 # 4. 4 paimon-sql processes commit into one table at once (tests/interop/concurrent_writer.sh);
 # 5. tests/interop/read_with_pypaimon.py reads every snapshot of every table, and the system tables
 #    $snapshots/$schemas/$options/$files, with pypaimon and with paimon-sql and compares them.
@@ -60,6 +61,9 @@ warehouse=$work/warehouse
 
 step "write tables with paimon-sql (tests/interop/write.sql)"
 "$cli" --warehouse "$warehouse" --quiet -f tests/interop/write.sql
+mkdir -p "$work/external"
+sed "s#EXTERNAL_ROOT#$work/external#g" tests/interop/write_external.sql > "$work/write_external.sql"
+"$cli" --warehouse "$warehouse" --quiet -f "$work/write_external.sql"
 if ! ls -d "$warehouse"/interop.db/*/schema >/dev/null 2>&1; then
     echo "paimon-sql ran tests/interop/write.sql but created no table under $warehouse/interop.db:" >&2
     echo "does the CLI run DDL (CREATE DATABASE/TABLE) through PaimonSession::sql?" >&2

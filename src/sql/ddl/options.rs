@@ -64,6 +64,10 @@ const OTHER_OPTIONS: &[&str] = &[
     "tag.batch.customized-name",
     "sink.watermark-time-zone",
     "data-file.path-directory",
+    "data-file.external-paths",
+    "data-file.external-paths.strategy",
+    "data-file.external-paths.specific-fs",
+    "data-file.external-paths.weights",
     "rowkind.field",
     "consumer.mode",
 ];

@@ -141,6 +141,7 @@ pub(crate) fn validate_schema(schema: &TableSchema, table: &str) -> Result<()> {
     ctx.blobs()?;
     crate::format::WriteFormat::check_options(&schema.options)?;
     crate::meta::ManifestFormat::of_options(&schema.options)?;
+    crate::io::ExternalPaths::of(&schema.options).map_err(DataFusionError::from)?;
     crate::maintenance::auto_tags::AutoTags::parse(table, &schema.options)?;
     crate::compact::check_record_expire_options(schema)?;
     ctx.misc()
