@@ -155,6 +155,29 @@ fn reader_builder(
     )
 }
 
+/// An error that says which column failed where orc-rust's does not: a MAP holding a NULL key
+/// (Java's ORC writer stores one when the key type is nullable), which an Arrow map cannot hold.
+/// Dropping the entry would lose it silently, so the read fails naming the file and the MAP
+/// columns read.
+fn null_map_key_error(
+    path: Path,
+    maps: Vec<String>,
+) -> impl Fn(datafusion::error::DataFusionError) -> datafusion::error::DataFusionError {
+    move |e| {
+        let text = e.to_string();
+        if !(text.contains("unmasked nulls") && text.contains("\"keys\"")) {
+            return e;
+        }
+        exec_datafusion_err!(
+            "ORC data file /{path}: MAP column {} holds a NULL key, which an Arrow map cannot hold (the entry is not dropped silently; Paimon reads such keys only into nullable-key maps)",
+            match maps.len() {
+                1 => maps[0].clone(),
+                _ => format!("(one of {})", maps.join(", ")),
+            }
+        )
+    }
+}
+
 /// orc-rust's refusal to decode a timestamp into microseconds without losing digits.
 fn finer_than_microseconds(e: &datafusion::error::DataFusionError) -> bool {
     let text = e.to_string();
@@ -177,6 +200,16 @@ impl Opened {
         batch_size: usize,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let Opened { builder, bytes, path } = self;
+        let maps: Vec<String> = builder
+            .schema()
+            .fields()
+            .iter()
+            .filter(|f| {
+                columns.contains(f.name()) && matches!(f.data_type(), arrow::datatypes::DataType::Map(..))
+            })
+            .map(|f| format!("'{}'", f.name()))
+            .collect();
+        let null_key = null_map_key_error(path.clone(), maps);
         let kept: Option<Vec<std::ops::Range<usize>>> = deleted.map(|dv| {
             let rows = builder.file_metadata().number_of_rows();
             dv.kept_row_ranges(rows).into_iter().collect()
@@ -232,7 +265,8 @@ impl Opened {
                     emitted += batch.num_rows();
                     return Some(Ok(batch));
                 }
-                other => return other,
+                Some(Err(e)) => return Some(Err(null_key(e))),
+                None => return None,
             }
         });
         Ok(futures::stream::iter(batches).boxed())
@@ -259,6 +293,20 @@ mod tests {
         let opened = super::open(Arc::clone(&store), &location).await?;
         let columns: Vec<String> = columns.iter().map(|s| s.to_string()).collect();
         opened.read(&columns, None, 1024)?.try_collect().await
+    }
+
+    /// A MAP entry with a NULL key (tests/fixtures/extra/orc_map_null_key.orc: column `m` of two
+    /// rows, {a: 1, NULL: 2} and {c: 3}, encoded by `format::orc_write` from a key array holding
+    /// a null, as Java's ORC writer stores a nullable key type) fails naming the file and the
+    /// column, never dropping the entry.
+    #[tokio::test]
+    async fn a_null_map_key_fails_naming_the_column() {
+        let err = read("orc_map_null_key.orc", &["m"])
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("orc_map_null_key.orc"), "{err}");
+        assert!(err.contains("MAP column 'm' holds a NULL key"), "{err}");
     }
 
     /// pyarrow's ORC writer (pypaimon's) stores every timestamp at nanosecond precision, and
