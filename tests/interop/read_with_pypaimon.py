@@ -8,7 +8,7 @@ Usage (tests/interop/run.sh does all of this):
 For every table of every database of the warehouse:
 
 * data: every snapshot (pypaimon `scan.snapshot-id` = paimon-sql `SET paimon.scan.snapshot-id`)
-  and the latest state, `SELECT *` on both sides, compared as multisets of rows after value
+  and the latest state, and the latest state of each branch (`t$branch_<name>`), `SELECT *` on both sides, compared as multisets of rows after value
   normalisation, with the column names and (normalised) Arrow types;
 * metadata: the system tables `$snapshots`, `$schemas`, `$options` and `$files`, compared on the
   columns both sides have (snapshot ids, kinds and record counts included).
@@ -384,13 +384,20 @@ def main():
         # Expiration removes the oldest snapshots: the ids left must be consecutive.
         if ids and ids != list(range(ids[0], ids[0] + len(ids))):
             report.fail(ident, f"snapshot ids are not consecutive: {ids}")
-        reads = [(f"{ident}@{sid}", {"scan.snapshot-id": str(sid)}, sid) for sid in ids]
-        reads.append((f"{ident}@latest", None, None))
-        for label, options, sid in reads:
+        reads = [(f"{ident}@{sid}", {"scan.snapshot-id": str(sid)}, sid, table) for sid in ids]
+        reads.append((f"{ident}@latest", None, None, table))
+        # branches (branch/branch-<name>/ with a schema): their latest state, as `t$branch_<name>`
+        branch_root = os.path.join(warehouse, f"{db}.db", table, "branch")
+        if os.path.isdir(branch_root):
+            for entry in sorted(os.listdir(branch_root)):
+                if entry.startswith("branch-") and os.path.isdir(os.path.join(branch_root, entry, "schema")):
+                    name = f"{table}$branch_{entry[len('branch-'):]}"
+                    reads.append((f"{db}.{name}@latest", None, None, name))
+        for label, options, sid, name in reads:
             out = os.path.join(work, label.replace("$", "_") + ".parquet")
-            job = Job(label, f"SELECT * FROM {db}.{quoted(table)}", out, sid)
+            job = Job(label, f"SELECT * FROM {db}.{quoted(name)}", out, sid)
             try:
-                theirs = py.read(ident, options)
+                theirs = py.read(f"{db}.{name}", options)
             except Exception as e:  # noqa: BLE001
                 theirs = e
             expected.append((label, job, theirs, None))

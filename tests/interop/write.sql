@@ -518,6 +518,18 @@ CREATE TABLE interop.row_tracked (id INT, v STRING) WITH ('row-tracking.enabled'
 INSERT INTO interop.row_tracked VALUES (10, 'a'), (20, 'b'), (30, 'c');
 INSERT INTO interop.row_tracked VALUES (40, 'd');
 
+-- Branches: one created empty and written to, one from a tag and written to after the main
+-- branch moved on.
+CREATE TABLE interop.branched (k INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2');
+
+INSERT INTO interop.branched VALUES (1, 'a'), (2, 'b');
+CALL sys.create_tag('interop.branched', 't1');
+INSERT INTO interop.branched VALUES (2, 'B'), (3, 'c');
+CALL sys.create_branch('interop.branched', 'from_tag', 't1');
+INSERT INTO interop."branched$branch_from_tag" VALUES (1, 'branch-a'), (9, 'branch-z');
+CALL sys.create_branch('interop.branched', 'empty');
+INSERT INTO interop."branched$branch_empty" (k, v) VALUES (5, 'e');
+
 -- BLOB columns (Paimon 1.4): the bytes in .blob files beside the data file, two rows per file.
 CREATE TABLE interop.blobs (id INT, name STRING, pic BLOB)
 WITH ('row-tracking.enabled' = 'true', 'data-evolution.enabled' = 'true', 'blob.target-file-size' = '40 b');
