@@ -16,7 +16,8 @@
 //! * [`progress`]: live counters of the running statement (a session extension any layer adds to).
 //! * `deletion_vector`: where each data file's vector is, and decoding it.
 //! * `format`: Parquet, ORC and Avro data files (and the ORC / Parquet manifest encodings).
-//! * `file_index`: Paimon's file indexes (bitmap, bloom filter, range bitmap), to skip files.
+//! * `file_index`: Paimon's file indexes (bitmap, bloom filter, range bitmap), to skip files, and
+//!   building them as a data file is written.
 //! * `meta`: snapshots, schemas, tags and manifests of one table (in Avro, ORC or Parquet).
 //! * `merge`: k-way merge of sorted runs with arrow-row keys, merge engines.
 //! * `scan`: merge-on-read planning and the `PaimonScanExec` plan node; incremental reads

@@ -75,3 +75,43 @@ pub(crate) fn parse(bytes: &[u8]) -> Option<Entries<'_>> {
     }
     Some(out)
 }
+
+/// A container of `columns` (name, then each index's type and bytes), in the order given.
+pub(crate) fn serialize(columns: Vec<(String, Vec<(&str, Vec<u8>)>)>) -> Vec<u8> {
+    let utf = |s: &str, out: &mut Vec<u8>| {
+        out.extend_from_slice(&(s.len() as u16).to_be_bytes());
+        out.extend_from_slice(s.as_bytes());
+    };
+    // the head's length: fixed fields, names, types, (start, length) pairs, redundant length
+    let mut head_length = 8 + 4 + 4 + 4 + 4;
+    for (name, indexes) in &columns {
+        head_length += 2 + name.len() + 4;
+        for (kind, _) in indexes {
+            head_length += 2 + kind.len() + 8;
+        }
+    }
+    let mut out = Vec::new();
+    out.extend_from_slice(&MAGIC.to_be_bytes());
+    out.extend_from_slice(&1i32.to_be_bytes());
+    out.extend_from_slice(&(head_length as i32).to_be_bytes());
+    out.extend_from_slice(&(columns.len() as i32).to_be_bytes());
+    let mut start = head_length;
+    for (name, indexes) in &columns {
+        utf(name, &mut out);
+        out.extend_from_slice(&(indexes.len() as i32).to_be_bytes());
+        for (kind, bytes) in indexes {
+            utf(kind, &mut out);
+            out.extend_from_slice(&(start as i32).to_be_bytes());
+            out.extend_from_slice(&(bytes.len() as i32).to_be_bytes());
+            start += bytes.len();
+        }
+    }
+    out.extend_from_slice(&0i32.to_be_bytes());
+    debug_assert_eq!(out.len(), head_length);
+    for (_, indexes) in columns {
+        for (_, bytes) in indexes {
+            out.extend_from_slice(&bytes);
+        }
+    }
+    out
+}

@@ -126,7 +126,7 @@ impl IndexKey {
 }
 
 /// Thomas Wang's 64-bit integer hash, with Java's wrapping arithmetic.
-fn long_hash(key: i64) -> i64 {
+pub(super) fn long_hash(key: i64) -> i64 {
     let mut k = (!key).wrapping_add(key << 21);
     k ^= k >> 24;
     k = k.wrapping_add(k << 3).wrapping_add(k << 8);

@@ -17,7 +17,10 @@
 mod container;
 mod indexes;
 mod key;
+mod write;
 mod xxh64;
+
+pub(crate) use write::{FileIndexBuilder, IndexPlacement};
 
 use std::sync::Arc;
 

@@ -18,6 +18,7 @@ use super::file_stats::StatsAccumulator;
 use super::ExternalPaths;
 use super::FileIO;
 use crate::error::{Error, Result};
+use crate::file_index::{FileIndexBuilder, IndexPlacement};
 use crate::format::{FileEncoder, WriteFormat};
 use crate::spec::{
     BinaryRow, DataField, DataFileMeta, SimpleStats, TableSchema, KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND,
@@ -88,6 +89,8 @@ pub(crate) struct DataFileWriter<'a> {
     stored: Vec<usize>,
     /// Where the file goes instead of `dir` (`data-file.external-paths`), if anywhere.
     external: Option<ExternalPaths>,
+    /// The file indexes of an append file (`file-index.<type>.columns`).
+    indexes: Option<FileIndexBuilder>,
 }
 
 impl<'a> DataFileWriter<'a> {
@@ -180,6 +183,10 @@ impl<'a> DataFileWriter<'a> {
             blobs,
             stored,
             external: ExternalPaths::of(&schema.options)?,
+            indexes: match kv {
+                true => None,
+                false => FileIndexBuilder::of(schema)?,
+            },
         })
     }
 
@@ -242,6 +249,9 @@ impl<'a> DataFileWriter<'a> {
         if let Some(blobs) = &mut self.blobs {
             blobs.write(&rows.values)?;
         }
+        if let Some(indexes) = &mut self.indexes {
+            indexes.update(rows.values.columns())?;
+        }
         // Statistics the encoder does not keep itself (every column of ORC and Avro files,
         // floating point and other columns of Parquet ones, see `io::file_stats`) take a pass
         // over their columns: for a big write on a thread of their own while the encoder's
@@ -299,6 +309,23 @@ impl<'a> DataFileWriter<'a> {
         let buf = encoded.bytes;
         let file_size = buf.len() as i64;
         let external_path = store(io, self.external.as_ref(), &self.dir, &self.name, buf).await?;
+        // the file index: in the manifest entry, or `<file>.index` beside the file
+        let (embedded_index, extra_files) = match self.indexes.map(FileIndexBuilder::finish) {
+            None => (None, vec![]),
+            Some(IndexPlacement::Embedded(bytes)) => (Some(bytes), vec![]),
+            Some(IndexPlacement::File(bytes)) => {
+                let name = format!("{}.index", self.name);
+                match &external_path {
+                    Some(uri) => {
+                        let parent = uri.rsplit_once('/').map_or(uri.as_str(), |(d, _)| d);
+                        io.write_at(&io.external_path(&format!("{parent}/{name}"))?, bytes)
+                            .await?
+                    }
+                    None => io.write(&format!("{}/{name}", self.dir), bytes).await?,
+                }
+                (None, vec![name])
+            }
+        };
         let empty = BinaryRow::encode(&[])?;
         let (min_key, max_key, key_stats) = match (self.first_key, self.last_key) {
             (Some(first), Some(last)) => (first, last, self.key_stats.finish(false, &encoded.column_stats)?),
@@ -331,10 +358,10 @@ impl<'a> DataFileWriter<'a> {
             max_sequence_number,
             schema_id: self.schema.id,
             level: self.level,
-            extra_files: vec![],
+            extra_files,
             creation_time: Some(chrono::Local::now().naive_local().and_utc().timestamp_millis()),
             delete_row_count: Some(self.deletes),
-            embedded_index: None,
+            embedded_index,
             file_source: Some(0),
             value_stats_cols: None,
             external_path,

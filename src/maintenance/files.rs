@@ -106,20 +106,26 @@ impl<'a> TableFiles<'a> {
         Ok(paths)
     }
 
-    /// Path of a data or changelog file relative to the table root, or the URI of one at an
-    /// external path (`FileIO::delete_data_file` takes both).
-    pub(super) fn data_path(&self, e: &ManifestEntry) -> Result<Option<String>> {
-        if let Some(uri) = &e.file.external_path {
-            return Ok(Some(uri.clone()));
-        }
-        let values = BinaryRow::decode(&e.partition, &self.partition_types)?.values;
-        let partition =
-            paths::partition_path(self.partition_keys, &values, &self.options.partition_default_name);
-        let dir = paths::bucket_path(
-            self.options.data_file_path_directory.as_deref(),
-            &partition,
-            e.bucket,
-        );
-        Ok(Some(format!("{dir}/{}", e.file.file_name)))
+    /// Paths of a data or changelog file and of its extra files (a `.index` file index),
+    /// relative to the table root, or the URIs of files at an external path
+    /// (`FileIO::delete_data_file` takes both).
+    pub(super) fn data_path(&self, e: &ManifestEntry) -> Result<Vec<String>> {
+        let dir = match &e.file.external_path {
+            Some(uri) => uri.rsplit_once('/').map_or(uri.as_str(), |(d, _)| d).to_string(),
+            None => {
+                let values = BinaryRow::decode(&e.partition, &self.partition_types)?.values;
+                let partition =
+                    paths::partition_path(self.partition_keys, &values, &self.options.partition_default_name);
+                paths::bucket_path(
+                    self.options.data_file_path_directory.as_deref(),
+                    &partition,
+                    e.bucket,
+                )
+            }
+        };
+        Ok(std::iter::once(&e.file.file_name)
+            .chain(&e.file.extra_files)
+            .map(|name| format!("{dir}/{name}"))
+            .collect())
     }
 }

@@ -518,6 +518,13 @@ CREATE TABLE interop.row_tracked (id INT, v STRING) WITH ('row-tracking.enabled'
 INSERT INTO interop.row_tracked VALUES (10, 'a'), (20, 'b'), (30, 'c');
 INSERT INTO interop.row_tracked VALUES (40, 'd');
 
+-- File indexes: a bitmap small enough for the manifest, a bloom filter in a .index file.
+CREATE TABLE interop.file_indexed (id INT, name STRING, n INT)
+WITH ('file-index.bitmap.columns' = 'n', 'file-index.bloom-filter.columns' = 'name');
+
+INSERT INTO interop.file_indexed VALUES (1, 'a', 10), (2, 'b', 20), (3, NULL, NULL);
+INSERT INTO interop.file_indexed VALUES (4, 'c', 10);
+
 -- Branches: one created empty and written to, one from a tag and written to after the main
 -- branch moved on.
 CREATE TABLE interop.branched (k INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '2');
