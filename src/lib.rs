@@ -12,7 +12,8 @@
 //!
 //! * [`spec`]: the on-disk format as plain data (schemas, snapshots, manifests, BinaryRow, paths).
 //! * `bitmap`: roaring bitmaps in Paimon's byte layouts.
-//! * `io`: bytes and Parquet footers on an `ObjectStore`; a table's `FileIO` seen from a branch.
+//! * `io`: bytes and Parquet footers on an `ObjectStore`; a table's `FileIO` seen from a branch;
+//!   where new data files go (external paths, other stores) and `.blob` files.
 //! * [`progress`]: live counters of the running statement (a session extension any layer adds to).
 //! * `deletion_vector`: where each data file's vector is, and decoding it.
 //! * `format`: Parquet, ORC and Avro data files (and the ORC / Parquet manifest encodings).

@@ -58,7 +58,8 @@ impl PaimonCatalog {
         let store = ctx.runtime_env().object_store(&store_url)?;
         let root = Path::from_url_path(url.path()).map_err(|e| DataFusionError::External(Box::new(e)))?;
         let catalog = Arc::new(PaimonCatalog {
-            io: FileIO::new(store, root, url.to_string().trim_end_matches('/').to_string()),
+            io: FileIO::new(store, root, url.to_string().trim_end_matches('/').to_string())
+                .with_registry(Arc::clone(&ctx.runtime_env().object_store_registry)),
             read_options: Arc::new(RwLock::new(BTreeMap::new())),
             listing: RwLock::new(BTreeMap::new()),
             empty_databases: RwLock::new(BTreeSet::new()),

@@ -41,6 +41,9 @@ pub(crate) struct FileIO {
     /// A table's branch: its versioned metadata ([`BRANCH_DIRS`]) lives under
     /// `branch/branch-<name>/`; data, manifests and index files are the table's.
     branch: Option<Arc<str>>,
+    /// Whether `store` reaches files on other stores through the session's registry
+    /// ([`super::routed_store`]).
+    routed: bool,
 }
 
 /// The directories of a table that each branch keeps for itself (Paimon's `BranchManager`).
@@ -54,7 +57,21 @@ impl FileIO {
             root_url,
             footers: Arc::new(ByteLru::new(FOOTER_CACHE_BYTES, MAX_FOOTER_BYTES)),
             branch: None,
+            routed: false,
         }
+    }
+
+    /// This FileIO reaching data files at external paths on other stores (another bucket or
+    /// scheme) through the stores `registry` holds for them.
+    pub(crate) fn with_registry(
+        mut self,
+        registry: Arc<dyn datafusion::execution::object_store::ObjectStoreRegistry>,
+    ) -> Self {
+        if !self.routed {
+            self.store = Arc::new(super::routed_store::RoutedStore::new(self.store, registry));
+            self.routed = true;
+        }
+        self
     }
 
     /// This table's FileIO seen from branch `name`: `schema/`, `snapshot/`, `tag/`,
@@ -101,6 +118,7 @@ impl FileIO {
             root_url: format!("{}/{}", self.root_url.trim_end_matches('/'), rel),
             footers: Arc::clone(&self.footers),
             branch: None,
+            routed: self.routed,
         }
     }
 
@@ -126,20 +144,25 @@ impl FileIO {
     /// The path in this store of a file Paimon recorded by URI (`_EXTERNAL_PATH`): `file:/x`
     /// and `file:///x` on a local store, `s3://bucket/x` where the table's store is that
     /// bucket (scheme and authority compared case-insensitively, as Java's URI compares
-    /// schemes), a bare `/x` on a local store. A file on another store is an error naming it.
+    /// schemes), a bare `/x` on a local store. A file on another store is reached through the
+    /// session's object store registry ([`Self::with_registry`]); without one it is an error
+    /// naming the file.
     pub(crate) fn external_path(&self, uri: &str) -> Result<Path> {
         let root = url::Url::parse(&self.root_url).ok();
-        let unsupported = || {
-            Error::Unsupported(format!(
+        let unsupported = || match url::Url::parse(uri) {
+            Ok(url) if self.routed => {
+                super::routed_store::external_location(&url).map_err(|e| Error::corrupt(uri, e))
+            }
+            _ => Err(Error::Unsupported(format!(
                 "data file {uri} is at an external path on another object store than its table's ({})",
                 self.root_url
-            ))
+            ))),
         };
         let from_url_path = |p: &str| Path::from_url_path(p).map_err(|e| Error::corrupt(uri, e));
         match url::Url::parse(uri) {
             Ok(url) if url.scheme().eq_ignore_ascii_case("file") => match &root {
                 Some(r) if r.scheme() == "file" => from_url_path(url.path()),
-                _ => Err(unsupported()),
+                _ => unsupported(),
             },
             Ok(url) => match &root {
                 Some(r)
@@ -150,12 +173,12 @@ impl FileIO {
                 {
                     from_url_path(url.path())
                 }
-                _ => Err(unsupported()),
+                _ => unsupported(),
             },
             Err(_) if uri.starts_with('/') && root.as_ref().is_some_and(|r| r.scheme() == "file") => {
                 from_url_path(uri)
             }
-            Err(_) => Err(unsupported()),
+            Err(_) => unsupported(),
         }
     }
 

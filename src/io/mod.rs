@@ -8,6 +8,7 @@ mod file_io;
 mod file_stats;
 mod read_counting;
 mod rolling_write;
+mod routed_store;
 
 pub(crate) use byte_lru::ByteLru;
 pub(crate) use data_file_write::{write_data_file, DataFileRows, DataFileWriter};

@@ -125,11 +125,10 @@ pub(crate) fn open_meta(location: &str, runtime: &RuntimeEnv) -> Result<Arc<Tabl
         .map_err(|e| exec_datafusion_err!("Invalid table location '{location}': {e}"))?;
     let store = runtime.object_store(ObjectStoreUrl::parse(&url[..url::Position::BeforePath])?)?;
     let root = Path::from_url_path(url.path()).map_err(|e| DataFusionError::External(Box::new(e)))?;
-    Ok(Arc::new(TableMeta::new(FileIO::new(
-        store,
-        root,
-        location.to_string(),
-    ))))
+    Ok(Arc::new(TableMeta::new(
+        FileIO::new(store, root, location.to_string())
+            .with_registry(Arc::clone(&runtime.object_store_registry)),
+    )))
 }
 
 fn view_name(view: ReadView) -> &'static str {

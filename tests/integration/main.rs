@@ -17,6 +17,7 @@ mod compaction;
 mod concurrent_commits;
 mod crash;
 mod errors;
+mod external_paths;
 mod file_indexes;
 mod fixtures;
 mod incremental;

@@ -270,3 +270,66 @@ fn s3_warehouse_from_the_cli() {
     ]);
     assert_eq!(out, "k,v\n1,a\n2,B\n3,c\nk,v\n1,a\n2,b\n");
 }
+
+/// A local warehouse whose data files go to the S3 bucket (`data-file.external-paths`): the CLI
+/// builds the bucket's store from the environment when the first file goes there, and reads,
+/// compaction and a second process follow the recorded URIs.
+#[cfg(feature = "cli")]
+#[test]
+#[ignore = "needs an S3 server: tests/s3/run.sh"]
+fn s3_external_paths_of_a_local_warehouse() {
+    let bucket = S3Warehouse::new("external");
+    let external = bucket.url();
+    let local = tempfile::tempdir().expect("temp dir");
+    let warehouse = local.path().to_str().expect("UTF-8").to_string();
+    let run = |statements: &[String]| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_paimon-sql"));
+        command.args(["-w", &warehouse, "--format", "csv", "-q"]);
+        for statement in statements {
+            command.args(["-c", statement]);
+        }
+        let output = command.output().expect("paimon-sql runs");
+        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+        assert!(output.status.success(), "paimon-sql -w {warehouse}: {stderr}");
+        String::from_utf8_lossy(&output.stdout).to_string()
+    };
+    run(&[
+        format!(
+            "CREATE TABLE t (k INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1', \
+             'data-file.external-paths' = '{external}', 'data-file.external-paths.strategy' = 'round-robin')"
+        ),
+        "INSERT INTO t VALUES (1, 'a'), (2, 'b')".into(),
+    ]);
+    run(&[
+        "INSERT INTO t VALUES (2, 'B'), (3, 'c')".into(),
+        "CALL sys.compact('default.t')".into(),
+    ]);
+    let out = run(&["SELECT k, v FROM t ORDER BY k".into()]);
+    assert_eq!(out, "k,v\n1,a\n2,B\n3,c\n");
+    let files = run(&["SELECT count(*) AS n FROM \"t$files\" WHERE starts_with(file_path, 's3://')".into()]);
+    assert_eq!(files, "n\n1\n");
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let objects = rt.block_on(bucket.objects("bucket-0"));
+    assert!(
+        objects.len() >= 3,
+        "every data file is in the bucket: {objects:?}"
+    );
+    let local_parquet = walk(local.path())
+        .into_iter()
+        .filter(|p| p.ends_with(".parquet"))
+        .count();
+    assert_eq!(local_parquet, 0, "no data file in the local warehouse");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path.to_string_lossy().into_owned());
+        }
+    }
+    out
+}

@@ -14,6 +14,7 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod cloud_stores;
 mod json_entries;
 mod planner;
 mod progress_line;
@@ -170,7 +171,8 @@ async fn open_session(
     let warehouse = args.warehouse.as_str();
     prepare_local_warehouse(warehouse)?;
     let runtime = resources::configure(
-        RuntimeEnvBuilder::new().with_object_store_registry(registry),
+        RuntimeEnvBuilder::new()
+            .with_object_store_registry(Arc::new(cloud_stores::CloudStores::new(registry))),
         args.memory_limit,
         args.mem_pool_type,
         args.disk_limit,
@@ -237,21 +239,28 @@ fn prepare_local_warehouse(warehouse: &str) -> Result<()> {
 /// Registers an object store for a cloud warehouse URL, configured from the environment the
 /// way datafusion-cli does (`AWS_*`, `GOOGLE_*`, ...). Local paths and `file://` need nothing.
 async fn register_remote_store(ctx: &SessionContext, warehouse: &str) -> Result<()> {
-    let Some((scheme, _)) = warehouse.split_once("://") else {
+    if !warehouse.contains("://") {
         return Ok(());
-    };
+    }
     let url = Url::parse(warehouse)
         .map_err(|e| plan_datafusion_err!("Invalid warehouse URL '{warehouse}': {e}"))?;
-    let aws = AwsOptions::default();
-    let store: Arc<dyn ObjectStore> = match scheme {
-        "s3" => Arc::new(get_s3_object_store_builder(&url, &aws, false).await?.build()?),
-        "oss" => Arc::new(get_oss_object_store_builder(&url, &aws)?.build()?),
-        "cos" => Arc::new(get_cos_object_store_builder(&url, &aws)?.build()?),
-        "gs" | "gcs" => Arc::new(get_gcs_object_store_builder(&url, &GcpOptions::default())?.build()?),
-        _ => return Ok(()),
+    let Some(store) = remote_store(&url).await? else {
+        return Ok(());
     };
     let base = Url::parse(&url[..url::Position::BeforePath])
         .map_err(|e| plan_datafusion_err!("Invalid warehouse URL '{warehouse}': {e}"))?;
     ctx.register_object_store(&base, store);
     Ok(())
+}
+
+/// The store of a cloud URL, configured from the environment; `None` for other schemes.
+pub(crate) async fn remote_store(url: &Url) -> Result<Option<Arc<dyn ObjectStore>>> {
+    let aws = AwsOptions::default();
+    Ok(Some(match url.scheme() {
+        "s3" => Arc::new(get_s3_object_store_builder(url, &aws, false).await?.build()?),
+        "oss" => Arc::new(get_oss_object_store_builder(url, &aws)?.build()?),
+        "cos" => Arc::new(get_cos_object_store_builder(url, &aws)?.build()?),
+        "gs" | "gcs" => Arc::new(get_gcs_object_store_builder(url, &GcpOptions::default())?.build()?),
+        _ => return Ok(None),
+    }))
 }
