@@ -493,6 +493,68 @@ async fn writes_to_an_orc_manifest_table_keep_orc() {
         magics.iter().all(|(_, magic)| magic == "orc"),
         "manifests of an orc table: {magics:?}"
     );
+    // Our ORC manifest lists and manifests have the columns and types of Java's newest ones (a
+    // Paimon 1.4 table; 0.9's lack the later columns, which Java reads as absent), followed by
+    // those Paimon added since (row-id ranges), which readers take by name.
+    let written_by_java: BTreeSet<String> = std::fs::read_dir(source.join("append_09/manifest"))
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().into_string().expect("UTF-8"))
+        .collect();
+    let newest = java_root().join("warehouses/parquet/blob_data_evolution_with_dense_stats.db/blob_data_evolution_with_dense_stats/manifest");
+    let java: BTreeSet<String> = std::fs::read_dir(&newest)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().into_string().expect("UTF-8"))
+        .collect();
+    let manifest_dir = dir.path().join("append_09.db/append_09/manifest");
+    for kind in ["manifest-list-", "manifest-"] {
+        let of_kind = |name: &String| {
+            name.starts_with(kind) && (kind == "manifest-list-" || !name.starts_with("manifest-list-"))
+        };
+        let java_file = java.iter().find(|n| of_kind(n)).expect("a Java file");
+        let ours: Vec<String> = std::fs::read_dir(&manifest_dir)
+            .expect("list")
+            .map(|e| e.expect("entry").file_name().into_string().expect("UTF-8"))
+            .filter(|n| of_kind(n) && !written_by_java.contains(n))
+            .collect();
+        assert!(!ours.is_empty(), "no {kind} file written");
+        let expected = orc_columns(&newest.join(java_file));
+        for name in ours {
+            let columns = orc_columns(&manifest_dir.join(&name));
+            // every Java column, in Java's order, with its type (ours may add later ones)
+            let mut rest = columns.iter();
+            for column in &expected {
+                assert!(
+                    rest.any(|c| c == column),
+                    "{name} lacks Java's {column} (or has it out of order): {columns:?}"
+                );
+            }
+        }
+    }
+}
+
+/// The columns of an ORC file, nested ones as `parent.child`, in file order: names and types
+/// without nullability or metadata.
+fn orc_columns(path: &std::path::Path) -> Vec<String> {
+    fn describe(prefix: &str, field: &arrow::datatypes::Field, out: &mut Vec<String>) {
+        let name = format!("{prefix}{}", field.name());
+        match field.data_type() {
+            DataType::Struct(fields) => {
+                out.push(format!("{name}: struct"));
+                for f in fields {
+                    describe(&format!("{name}."), f, out);
+                }
+            }
+            DataType::List(item) => out.push(format!("{name}: list<{}>", item.data_type())),
+            other => out.push(format!("{name}: {other}")),
+        }
+    }
+    let file = std::fs::File::open(path).expect("open");
+    let reader = orc_rust::ArrowReaderBuilder::try_new(file).expect("an ORC file");
+    let mut out = Vec::new();
+    for field in reader.schema().fields() {
+        describe("", field, &mut out);
+    }
+    out
 }
 
 /// `manifest.format` decides the format of every manifest list, manifest and index manifest a
