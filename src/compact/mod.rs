@@ -282,7 +282,7 @@ impl Compaction<'_> {
                 // Another writer compacted the same files first: this result is stale. The
                 // write itself is committed; drop the unreferenced outputs.
                 for path in written {
-                    let _ = self.meta.io().delete(&path).await;
+                    let _ = self.meta.io().delete_data_file(&path).await;
                 }
                 Ok(None)
             }
@@ -290,8 +290,12 @@ impl Compaction<'_> {
         }
     }
 
-    /// Path of a bucket file relative to the table root.
+    /// Path of a bucket file relative to the table root, or its URI at an external path
+    /// (`FileIO::delete_data_file` takes both).
     fn file_path(&self, entry: &crate::spec::ManifestEntry, options: &TableOptions) -> Result<String> {
+        if let Some(uri) = &entry.file.external_path {
+            return Ok(uri.clone());
+        }
         let values = BinaryRow::decode(&entry.partition, &self.schema.partition_types())?.values;
         let partition_path = paths::partition_path(
             &self.schema.partition_keys,

@@ -76,8 +76,11 @@ pub(crate) fn parse(bytes: &[u8]) -> Option<Entries<'_>> {
     Some(out)
 }
 
-/// A container of `columns` (name, then each index's type and bytes), in the order given.
-pub(crate) fn serialize(columns: Vec<(String, Vec<(&str, Vec<u8>)>)>) -> Vec<u8> {
+/// The indexes of one column to write: its name, then each index's type and bytes.
+pub(crate) type ColumnIndexes<'a> = (String, Vec<(&'a str, Vec<u8>)>);
+
+/// A container of `columns`, in the order given.
+pub(crate) fn serialize(columns: Vec<ColumnIndexes<'_>>) -> Vec<u8> {
     let utf = |s: &str, out: &mut Vec<u8>| {
         out.extend_from_slice(&(s.len() as u16).to_be_bytes());
         out.extend_from_slice(s.as_bytes());

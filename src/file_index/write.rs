@@ -387,7 +387,7 @@ impl FileIndexBuilder {
 
     /// The container of every index built, and where it goes.
     pub(crate) fn finish(self) -> IndexPlacement {
-        let mut columns: BTreeMap<usize, (String, Vec<(&'static str, Vec<u8>)>)> = BTreeMap::new();
+        let mut columns: BTreeMap<usize, super::container::ColumnIndexes<'static>> = BTreeMap::new();
         for column in self.columns {
             let mut indexes = Vec::new();
             if let Some(bloom) = &column.bloom {
