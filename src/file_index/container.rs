@@ -43,35 +43,55 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// The indexes of a container by (column, index type); `None` when the bytes are not a
-/// container this reader knows (a reader then keeps the file).
-pub(crate) fn parse(bytes: &[u8]) -> Option<Entries<'_>> {
+/// Where each index of a container is: (column, index type) → (start, length) from byte 0,
+/// `None` for an empty index.
+pub(crate) type Layout = Vec<((String, String), Option<(usize, usize)>)>;
+
+/// The length of a container's head (everything before the index bodies), from its first 16
+/// bytes; `None` when they do not start a container this reader knows.
+pub(crate) fn head_length(bytes: &[u8]) -> Option<usize> {
+    let mut c = Cursor { bytes, at: 0 };
+    if c.i64()? != MAGIC || c.i32()? != 1 {
+        return None;
+    }
+    usize::try_from(c.i32()?).ok()
+}
+
+/// The layout of a container from its head (`bytes` holds at least [`head_length`] bytes).
+pub(crate) fn layout(bytes: &[u8]) -> Option<Layout> {
     let mut c = Cursor { bytes, at: 0 };
     if c.i64()? != MAGIC || c.i32()? != 1 {
         return None;
     }
     let _head_length = c.i32()?;
     let columns = c.i32()?;
-    let mut out = HashMap::new();
+    let mut out = Vec::new();
     for _ in 0..columns.max(0) {
         let column = c.utf()?;
         let indexes = c.i32()?;
         for _ in 0..indexes.max(0) {
             let kind = c.utf()?;
             let (start, length) = (c.i32()?, c.i32()?);
-            let body = match start {
+            let range = match start {
                 -1 => None,
-                s => Some(
-                    bytes.get(
-                        usize::try_from(s).ok()?
-                            ..usize::try_from(s)
-                                .ok()?
-                                .checked_add(usize::try_from(length).ok()?)?,
-                    )?,
-                ),
+                s => Some((usize::try_from(s).ok()?, usize::try_from(length).ok()?)),
             };
-            out.insert((column.clone(), kind), body);
+            out.push(((column.clone(), kind), range));
         }
+    }
+    Some(out)
+}
+
+/// The indexes of a whole container by (column, index type); `None` when the bytes are not a
+/// container this reader knows (a reader then keeps the file).
+pub(crate) fn parse(bytes: &[u8]) -> Option<Entries<'_>> {
+    let mut out = HashMap::new();
+    for (key, range) in layout(bytes)? {
+        let body = match range {
+            None => None,
+            Some((start, length)) => Some(bytes.get(start..start.checked_add(length)?)?),
+        };
+        out.insert(key, body);
     }
     Some(out)
 }

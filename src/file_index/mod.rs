@@ -103,14 +103,56 @@ impl FileIndexFilter {
     /// Whether a file written with `file_schema` whose index container is `index` may hold a
     /// row the filter keeps.
     pub(crate) fn may_match(&self, file_schema: &TableSchema, index: &[u8]) -> bool {
-        let Some(entries) = container::parse(index) else {
-            return true;
-        };
+        match container::parse(index) {
+            Some(entries) => self.entries_may_match(file_schema, &entries),
+            None => true,
+        }
+    }
+
+    /// [`Self::may_match`] over the indexes `entries` of a file.
+    pub(crate) fn entries_may_match(
+        &self,
+        file_schema: &TableSchema,
+        entries: &container::Entries<'_>,
+    ) -> bool {
         self.conjuncts
             .iter()
-            .all(|node| node_may_match(node, file_schema, &entries))
+            .all(|node| node_may_match(node, file_schema, entries))
+    }
+
+    /// Of a container's `layout`, the indexes this filter may use on a file written with
+    /// `file_schema`: those of its columns, of the types it reads. A reader fetches only these.
+    pub(crate) fn wanted(
+        &self,
+        file_schema: &TableSchema,
+        layout: &container::Layout,
+    ) -> Vec<((String, String), (usize, usize))> {
+        let mut columns = Vec::new();
+        fn collect<'a>(node: &'a Node, out: &mut Vec<&'a Leaf>) {
+            match node {
+                Node::Leaf(leaf) => out.push(leaf),
+                Node::Or(nodes) => nodes.iter().for_each(|n| collect(n, out)),
+            }
+        }
+        let mut leaves = Vec::new();
+        self.conjuncts.iter().for_each(|n| collect(n, &mut leaves));
+        for leaf in leaves {
+            if let Some(field) = file_schema.field_by_id(leaf.field_id) {
+                columns.push(field.name.as_str());
+            }
+        }
+        layout
+            .iter()
+            .filter(|((column, kind), _)| {
+                columns.contains(&column.as_str())
+                    && matches!(kind.as_str(), "bitmap" | "bloom-filter" | "range-bitmap")
+            })
+            .filter_map(|(key, range)| range.map(|r| (key.clone(), r)))
+            .collect()
     }
 }
+
+pub(crate) use container::{head_length, layout, Entries};
 
 /// Whether the indexes `entries` of a file written with `file_schema` admit a row passing
 /// `node`.

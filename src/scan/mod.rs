@@ -8,6 +8,7 @@ mod evolution;
 mod exec;
 mod file_read;
 pub(crate) mod incremental;
+mod index_skip;
 mod metrics;
 mod parallel;
 mod plan;

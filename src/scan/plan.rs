@@ -133,7 +133,8 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
                 *bucket,
             );
             let before = files.len();
-            files = skip_by_file_index(req.meta, filter, &dir, files, &file_schemas).await?;
+            files =
+                super::index_skip::skip_by_file_index(req.meta, filter, &dir, files, &file_schemas).await?;
             index_pruned += before - files.len();
         }
         if files.is_empty() {
@@ -178,52 +179,6 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
         files_pruned: files_pruned + index_pruned,
         index_pruned,
     })
-}
-
-/// `files` without those whose file index shows no row can pass `filter`: the index embedded
-/// in the manifest entry, or the `.index` file beside the data file.
-async fn skip_by_file_index<'a>(
-    meta: &TableMeta,
-    filter: &crate::file_index::FileIndexFilter,
-    dir: &str,
-    files: Vec<&'a ManifestEntry>,
-    file_schemas: &HashMap<i64, Arc<TableSchema>>,
-) -> Result<Vec<&'a ManifestEntry>> {
-    let mut kept = Vec::with_capacity(files.len());
-    for e in files {
-        let Some(schema) = file_schemas.get(&e.file.schema_id) else {
-            kept.push(e);
-            continue;
-        };
-        let index = match (
-            &e.file.embedded_index,
-            crate::file_index::FileIndexFilter::index_file(&e.file),
-        ) {
-            (Some(bytes), _) => Some(bytes::Bytes::from(bytes.clone())),
-            (None, Some(name)) => {
-                // beside the data file: in its external directory if it has one
-                let path = match &e.file.external_path {
-                    Some(uri) => {
-                        let parent = uri.rsplit_once('/').map_or(uri.as_str(), |(d, _)| d);
-                        meta.io().external_path(&format!("{parent}/{name}"))?
-                    }
-                    None => meta.io().path(&format!("{dir}/{name}")),
-                };
-                let read = object_store::ObjectStoreExt::get(meta.io().store().as_ref(), &path).await;
-                Some(
-                    read.map_err(crate::error::Error::from)?
-                        .bytes()
-                        .await
-                        .map_err(crate::error::Error::from)?,
-                )
-            }
-            (None, None) => None,
-        };
-        if index.is_none_or(|bytes| filter.may_match(schema, &bytes)) {
-            kept.push(e);
-        }
-    }
-    Ok(kept)
 }
 
 /// DataFusion's pruning predicate for pushed-down filters over `schema`, if any can prune.
