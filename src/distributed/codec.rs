@@ -141,6 +141,7 @@ enum WriteRecipe {
     Update,
     Truncate,
     DropPartitions(ScopeRecipe),
+    Merge,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -159,6 +160,7 @@ impl WriteRecipe {
             WriteKind::Update => WriteRecipe::Update,
             WriteKind::Truncate => WriteRecipe::Truncate,
             WriteKind::DropPartitions(scope) => WriteRecipe::DropPartitions(ScopeRecipe::of(scope)?),
+            WriteKind::Merge => WriteRecipe::Merge,
         })
     }
 
@@ -170,6 +172,7 @@ impl WriteRecipe {
             WriteRecipe::Update => WriteKind::Update,
             WriteRecipe::Truncate => WriteKind::Truncate,
             WriteRecipe::DropPartitions(scope) => WriteKind::DropPartitions(scope.scope(ctx)?),
+            WriteRecipe::Merge => WriteKind::Merge,
         })
     }
 }

@@ -97,6 +97,13 @@ fn empty(session: &PaimonSession, done: Result<()>) -> Result<DataFrame> {
 
 /// Parses and runs `sql` if it is ours; `None` means "give it to DataFusion".
 pub(crate) async fn try_execute(session: &PaimonSession, sql: &str) -> Result<Option<DataFrame>> {
+    if super::merge::is_merge(sql) {
+        return super::merge::plan(session, sql).await.map(Some);
+    }
+    if let Some((merge, analyze, verbose)) = super::merge::explained_merge(sql) {
+        let planned = super::merge::plan(session, merge).await?;
+        return planned.explain(verbose, analyze).map(Some);
+    }
     if let Some(overwrite) = super::insert_partition::parse(sql) {
         return super::insert_partition::execute(session, overwrite)
             .await

@@ -9,6 +9,7 @@ mod dispatch;
 mod flink_session;
 mod incremental_function;
 mod insert_partition;
+mod merge;
 pub(crate) mod options_hint;
 mod procedures;
 mod result_frame;

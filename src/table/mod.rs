@@ -3,6 +3,7 @@
 mod definition;
 mod fallback;
 mod incremental;
+pub(crate) mod merge_target;
 mod open;
 mod origin;
 mod provider;

@@ -9,7 +9,7 @@ mod sink_metrics;
 mod source_order;
 
 pub use append_dml::AppendDmlExec;
-pub(crate) use sink::{PaimonSink, WriteKind};
+pub(crate) use sink::{PaimonSink, WriteKind, MERGE_KIND_COLUMN};
 pub use source_order::KeepSourceOrder;
 
 #[cfg(test)]

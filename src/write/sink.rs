@@ -63,7 +63,13 @@ pub(crate) enum WriteKind {
     Truncate,
     /// DELETE whose WHERE is only partition equalities: drop those partitions, counting the rows.
     DropPartitions(OverwriteScope),
+    /// MERGE INTO a primary-key table: every row's kind (+I, +U, -D) in one more input column
+    /// after the table's, [`MERGE_KIND_COLUMN`].
+    Merge,
 }
+
+/// The input column of a MERGE sink holding each row's kind (an `Int8`).
+pub(crate) const MERGE_KIND_COLUMN: &str = "__paimon_merge_kind";
 
 impl WriteKind {
     fn row_kind(&self) -> i8 {
@@ -82,6 +88,7 @@ impl WriteKind {
             WriteKind::Update => "UPDATE",
             WriteKind::Truncate => "TRUNCATE",
             WriteKind::DropPartitions(_) => "DELETE",
+            WriteKind::Merge => "MERGE",
         }
     }
 }
@@ -100,6 +107,8 @@ pub(crate) struct PaimonSink {
     engine: Option<MergeEngineSpec>,
     /// `rowkind.field`: the STRING column holding each row's kind.
     rowkind_column: Option<usize>,
+    /// What a MERGE sink takes: the table's columns and [`MERGE_KIND_COLUMN`].
+    merge_schema: Option<SchemaRef>,
     metrics: SinkMetrics,
 }
 
@@ -139,6 +148,15 @@ impl PaimonSink {
             })?),
             None => None,
         };
+        let merge_schema = matches!(kind, WriteKind::Merge).then(|| {
+            let mut fields: Vec<arrow::datatypes::FieldRef> = input_schema.fields().iter().cloned().collect();
+            fields.push(Arc::new(arrow::datatypes::Field::new(
+                MERGE_KIND_COLUMN,
+                arrow::datatypes::DataType::Int8,
+                false,
+            )));
+            Arc::new(arrow::datatypes::Schema::new(fields))
+        });
         let sink = PaimonSink {
             table,
             meta,
@@ -148,6 +166,7 @@ impl PaimonSink {
             input_schema,
             engine,
             rowkind_column,
+            merge_schema,
             metrics: SinkMetrics::new(),
         };
         sink.routing()?;
@@ -256,9 +275,14 @@ impl PaimonSink {
     /// The row kind of every row, and the rows that reach the writer: the pre-writer filter of
     /// semantics.md §1.3 drops retractions per `ignore-delete` / `ignore-update-before`, and
     /// engines that cannot take a retraction fail the statement (§1.4).
-    fn row_kinds(&self, batch: &RecordBatch) -> Result<(Int8Array, Option<Vec<u32>>)> {
+    fn row_kinds(
+        &self,
+        batch: &RecordBatch,
+        given: Option<Int8Array>,
+    ) -> Result<(Int8Array, Option<Vec<u32>>)> {
         let n = batch.num_rows();
         let kinds: Int8Array = match self.rowkind_column {
+            _ if given.is_some() => given.expect("checked"),
             None => Int8Array::from(vec![self.kind.row_kind(); n]),
             Some(c) => {
                 let column = cast(batch.column(c), &arrow::datatypes::DataType::Utf8)?;
@@ -448,7 +472,7 @@ impl DataSink for PaimonSink {
     }
 
     fn schema(&self) -> &SchemaRef {
-        &self.input_schema
+        self.merge_schema.as_ref().unwrap_or(&self.input_schema)
     }
 
     async fn write_all(
@@ -514,8 +538,19 @@ impl DataSink for PaimonSink {
             if truncate || batch.num_rows() == 0 {
                 continue;
             }
+            // a MERGE's rows carry their kinds in a last column
+            let (batch, given_kinds) = match self.kind {
+                WriteKind::Merge => {
+                    let last = batch.num_columns().saturating_sub(1);
+                    let kinds = cast(batch.column(last), &arrow::datatypes::DataType::Int8)?
+                        .as_primitive::<Int8Type>()
+                        .clone();
+                    (batch.project(&(0..last).collect::<Vec<_>>())?, Some(kinds))
+                }
+                _ => (batch, None),
+            };
             let batch = self.validate(&batch)?;
-            let (kinds, keep) = self.row_kinds(&batch)?;
+            let (kinds, keep) = self.row_kinds(&batch, given_kinds)?;
             let (batch, kinds) = match keep {
                 None => (batch, kinds),
                 Some(rows) => {

@@ -1,0 +1,494 @@
+//! `MERGE INTO` with Spark's syntax and semantics (Paimon's `MergeIntoPaimonTable`), for
+//! primary-key tables:
+//!
+//! ```sql
+//! MERGE INTO target [AS t] USING source [AS s] ON cond
+//!   WHEN MATCHED [AND cond] THEN UPDATE SET c = e, ... | UPDATE SET * | DELETE
+//!   WHEN NOT MATCHED [BY TARGET] [AND cond] THEN INSERT (c, ...) VALUES (e, ...) | INSERT *
+//!   WHEN NOT MATCHED BY SOURCE [AND cond] THEN UPDATE SET ... | DELETE
+//! ```
+//!
+//! The statement becomes one query DataFusion plans: the source joined with the target
+//! (inner, left or full as the clauses need), each joined row given the first clause whose
+//! condition holds, and for each row the table's columns as that clause sets them plus the row's
+//! kind: `+U` for an update (the whole new row), `-D` for a delete (the stored row), `+I` for an
+//! insert. The rows go to the table's sink ([`crate::table::MergeTarget`]), which writes them as
+//! any write, in one commit: the merge engine and changelog producer apply as usual.
+//!
+//! A target row that more than one source row matches is an error naming the table (Spark's
+//! rule), raised while the rows are read, before anything is committed.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
+use arrow::datatypes::{DataType, Int64Type};
+use datafusion::common::{exec_err, plan_datafusion_err, plan_err, Result, ScalarValue, TableReference};
+use datafusion::dataframe::DataFrame;
+use datafusion::datasource::provider_as_source;
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::{
+    cast, col, ColumnarValue, DmlStatement, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
+    Signature, Volatility, WriteOp,
+};
+use datafusion::sql::sqlparser::ast::{
+    AssignmentTarget, Expr as SqlExpr, Merge, MergeAction, MergeClauseKind, MergeInsertKind, ObjectName,
+    Statement, TableFactor,
+};
+use datafusion::sql::sqlparser::dialect::GenericDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+
+use super::PaimonSession;
+use crate::table::PaimonTable;
+use crate::write::MERGE_KIND_COLUMN;
+
+/// What `UPDATE SET *` and `INSERT *` become before parsing (the SQL parser knows neither).
+const STAR: &str = "__paimon_merge_star";
+/// Marks a row of the source, and of the target, in the join.
+const IN_SOURCE: &str = "__paimon_in_source";
+const IN_TARGET: &str = "__paimon_in_target";
+/// The function that fails a MERGE whose target row more than one source row matches.
+const CARDINALITY_CHECK: &str = "paimon_merge_cardinality";
+
+/// Whether `sql` is a MERGE statement.
+pub(crate) fn is_merge(sql: &str) -> bool {
+    let dialect = GenericDialect {};
+    let Ok(tokens) = Tokenizer::new(&dialect, sql).tokenize() else {
+        return false;
+    };
+    tokens
+        .iter()
+        .find(|t| !matches!(t, Token::Whitespace(_)))
+        .is_some_and(|t| matches!(t, Token::Word(w) if w.value.eq_ignore_ascii_case("MERGE")))
+}
+
+/// `EXPLAIN [ANALYZE] [VERBOSE] MERGE ...`: the MERGE and the options, if `sql` is that.
+pub(crate) fn explained_merge(sql: &str) -> Option<(&str, bool, bool)> {
+    let mut rest = sql.trim_start();
+    let take = |rest: &mut &str, word: &str| -> bool {
+        let head = rest.get(..word.len());
+        let boundary = rest[word.len().min(rest.len())..].starts_with(char::is_whitespace);
+        if head.is_some_and(|h| h.eq_ignore_ascii_case(word)) && boundary {
+            *rest = rest[word.len()..].trim_start();
+            true
+        } else {
+            false
+        }
+    };
+    if !take(&mut rest, "EXPLAIN") {
+        return None;
+    }
+    let analyze = take(&mut rest, "ANALYZE");
+    let verbose = take(&mut rest, "VERBOSE");
+    is_merge(rest).then_some((rest, analyze, verbose))
+}
+
+/// `sql` with Spark's `UPDATE SET *` and `INSERT *` spelled so the parser takes them.
+fn expand_stars(sql: &str) -> Result<String> {
+    let dialect = GenericDialect {};
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize()
+        .map_err(|e| plan_datafusion_err!("{e}"))?;
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.value.eq_ignore_ascii_case(w));
+    let significant: Vec<usize> = (0..tokens.len())
+        .filter(|i| !matches!(tokens[*i], Token::Whitespace(_)))
+        .collect();
+    let mut replace: Vec<(usize, String)> = Vec::new();
+    for (n, &i) in significant.iter().enumerate() {
+        let next = |k: usize| significant.get(n + k).map(|&j| &tokens[j]);
+        if word(&tokens[i], "UPDATE")
+            && next(1).is_some_and(|t| word(t, "SET"))
+            && next(2) == Some(&Token::Mul)
+        {
+            replace.push((significant[n + 2], format!("{STAR} = {STAR}")));
+        } else if word(&tokens[i], "INSERT") && next(1) == Some(&Token::Mul) {
+            replace.push((significant[n + 1], format!("({STAR}) VALUES ({STAR})")));
+        }
+    }
+    Ok(tokens
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match replace.iter().find(|(at, _)| *at == i) {
+            Some((_, text)) => text.clone(),
+            None => t.to_string(),
+        })
+        .collect())
+}
+
+fn last_ident(name: &ObjectName) -> String {
+    name.0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(|i| i.value.clone())
+        .unwrap_or_else(|| name.to_string())
+}
+
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// One WHEN clause as SQL: when it applies, and what each table column becomes.
+struct Clause {
+    /// The condition on a joined row (the clause kind's and its own).
+    when: String,
+    /// The row kind it writes.
+    kind: i8,
+    /// Per table column, its value (SQL).
+    values: Vec<String>,
+}
+
+/// Plans `sql`, a MERGE statement; the DataFrame runs it (and commits) when collected.
+pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame> {
+    let text = expand_stars(sql)?;
+    let statement = Parser::new(&GenericDialect {})
+        .try_with_sql(&text)
+        .and_then(|mut p| p.parse_statement())
+        .map_err(|e| plan_datafusion_err!("MERGE: {e}"))?;
+    let Statement::Merge(merge) = statement else {
+        return plan_err!("Not a MERGE statement: {sql}");
+    };
+    let Merge {
+        table,
+        source,
+        on,
+        clauses,
+        output,
+        ..
+    } = merge;
+    if output.is_some() {
+        return plan_err!("MERGE ... OUTPUT is not supported");
+    }
+    let TableFactor::Table {
+        name: target_name,
+        alias: target_alias,
+        ..
+    } = &table
+    else {
+        return plan_err!("MERGE INTO needs a table as its target, got {table}");
+    };
+    let ctx = session.context();
+    let provider = ctx
+        .table_provider(TableReference::from(target_name.to_string()))
+        .await?;
+    let target = (provider.as_ref() as &dyn std::any::Any)
+        .downcast_ref::<PaimonTable>()
+        .ok_or_else(|| plan_datafusion_err!("MERGE INTO needs a Paimon table, {target_name} is not one"))?;
+    let t = target_alias
+        .as_ref()
+        .map(|a| a.name.value.clone())
+        .unwrap_or_else(|| last_ident(target_name));
+    let (source_sql, s) = match &source {
+        TableFactor::Table { name, alias, .. } => (
+            name.to_string(),
+            alias
+                .as_ref()
+                .map(|a| a.name.value.clone())
+                .unwrap_or_else(|| last_ident(name)),
+        ),
+        TableFactor::Derived { subquery, alias, .. } => (
+            format!("({subquery}) AS __paimon_merge_source"),
+            alias
+                .as_ref()
+                .map(|a| a.name.value.clone())
+                .ok_or_else(|| plan_datafusion_err!("MERGE: a subquery source needs an alias"))?,
+        ),
+        other => return plan_err!("MERGE: unsupported source {other}"),
+    };
+    let schema = provider.schema();
+    let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let pk: Vec<String> = target.schema_ref().primary_keys.clone();
+    let source_columns: Vec<String> = ctx
+        .sql(&format!("SELECT * FROM {source_sql} LIMIT 0"))
+        .await?
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+
+    let (qt, qs) = (quoted(&t), quoted(&s));
+    let matched = format!("({qt}.{IN_TARGET} AND {qs}.{IN_SOURCE})");
+    let not_matched = format!("({qt}.{IN_TARGET} IS NULL)");
+    let not_matched_by_source = format!("({qs}.{IN_SOURCE} IS NULL)");
+    let target_value = |c: &str| format!("{qt}.{}", quoted(c));
+    let source_value = |c: &str| -> Result<String> {
+        if source_columns.iter().any(|x| x == c) {
+            Ok(format!("{qs}.{}", quoted(c)))
+        } else {
+            plan_err!(
+                "MERGE INTO {}: source {s} has no column '{c}' for '*'",
+                target_name
+            )
+        }
+    };
+    let (mut updates, mut deletes, mut by_source, mut by_target, mut any_matched) =
+        (false, false, false, false, false);
+    let mut planned: Vec<Clause> = Vec::new();
+    for clause in &clauses {
+        let scope = match clause.clause_kind {
+            MergeClauseKind::Matched => {
+                any_matched = true;
+                &matched
+            }
+            MergeClauseKind::NotMatched | MergeClauseKind::NotMatchedByTarget => {
+                by_target = true;
+                &not_matched
+            }
+            MergeClauseKind::NotMatchedBySource => {
+                by_source = true;
+                &not_matched_by_source
+            }
+        };
+        let when = match &clause.predicate {
+            Some(p) => format!("{scope} AND ({p})"),
+            None => scope.clone(),
+        };
+        let inserting = matches!(
+            clause.clause_kind,
+            MergeClauseKind::NotMatched | MergeClauseKind::NotMatchedByTarget
+        );
+        let (kind, values) = match &clause.action {
+            MergeAction::Delete { .. } if !inserting => {
+                deletes = true;
+                (
+                    crate::spec::row_kind::DELETE,
+                    columns.iter().map(|c| target_value(c)).collect(),
+                )
+            }
+            MergeAction::Update(update) if !inserting => {
+                updates = true;
+                let mut values: Vec<String> = columns.iter().map(|c| target_value(c)).collect();
+                for assignment in &update.assignments {
+                    let AssignmentTarget::ColumnName(name) = &assignment.target else {
+                        return plan_err!("MERGE INTO {target_name}: tuple assignments are not supported");
+                    };
+                    let column = last_ident(name);
+                    if column == STAR {
+                        if clause.clause_kind == MergeClauseKind::NotMatchedBySource {
+                            return plan_err!("MERGE INTO {target_name}: UPDATE SET * needs a source row");
+                        }
+                        for (i, c) in columns.iter().enumerate() {
+                            values[i] = source_value(c)?;
+                        }
+                        continue;
+                    }
+                    let Some(i) = columns.iter().position(|c| c.eq_ignore_ascii_case(&column)) else {
+                        return plan_err!("MERGE INTO {target_name}: no column '{column}' to SET");
+                    };
+                    if pk.contains(&columns[i]) || target.schema_ref().partition_keys.contains(&columns[i]) {
+                        return plan_err!(
+                            "MERGE INTO {target_name}: cannot update primary key or partition column '{}'",
+                            columns[i]
+                        );
+                    }
+                    values[i] = format!("({})", assignment.value);
+                }
+                if update.update_predicate.is_some() || update.delete_predicate.is_some() {
+                    return plan_err!("MERGE INTO {target_name}: UPDATE ... WHERE is not supported");
+                }
+                (crate::spec::row_kind::UPDATE_AFTER, values)
+            }
+            MergeAction::Insert(insert) if inserting => {
+                let mut values: Vec<String> = vec!["NULL".to_string(); columns.len()];
+                let exprs: Vec<&SqlExpr> = match &insert.kind {
+                    MergeInsertKind::Values(v) if v.rows.len() == 1 => v.rows[0].iter().collect(),
+                    _ => return plan_err!("MERGE INTO {target_name}: INSERT takes one VALUES row"),
+                };
+                let named: Vec<String> = insert.columns.iter().map(last_ident).collect();
+                if named.len() == 1 && named[0] == STAR {
+                    for (i, c) in columns.iter().enumerate() {
+                        values[i] = source_value(c)?;
+                    }
+                } else {
+                    let names: Vec<String> = if named.is_empty() { columns.clone() } else { named };
+                    if names.len() != exprs.len() {
+                        return plan_err!(
+                            "MERGE INTO {target_name}: INSERT names {} columns but gives {} values",
+                            names.len(),
+                            exprs.len()
+                        );
+                    }
+                    for (name, expr) in names.iter().zip(exprs) {
+                        let Some(i) = columns.iter().position(|c| c.eq_ignore_ascii_case(name)) else {
+                            return plan_err!("MERGE INTO {target_name}: no column '{name}' to INSERT");
+                        };
+                        values[i] = format!("({expr})");
+                    }
+                }
+                (crate::spec::row_kind::INSERT, values)
+            }
+            action => {
+                return plan_err!(
+                    "MERGE INTO {target_name}: WHEN {} cannot {}",
+                    clause.clause_kind,
+                    match action {
+                        MergeAction::Insert(_) => "INSERT",
+                        MergeAction::Update(_) => "UPDATE",
+                        MergeAction::Delete { .. } => "DELETE",
+                    }
+                )
+            }
+        };
+        planned.push(Clause { when, kind, values });
+    }
+    if planned.is_empty() {
+        return plan_err!("MERGE INTO {target_name} has no WHEN clause");
+    }
+    let merge_target = target.merge_target(updates, deletes)?;
+
+    // the join the clauses need: unmatched target rows only for NOT MATCHED BY SOURCE,
+    // unmatched source rows only for NOT MATCHED
+    let join = match (by_source, by_target) {
+        (true, _) => "FULL OUTER JOIN",
+        (false, true) => "LEFT JOIN",
+        (false, false) => "INNER JOIN",
+    };
+    let choice = {
+        let arms: Vec<String> = planned
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("WHEN {} THEN {i}", c.when))
+            .collect();
+        format!("CASE {} END", arms.join(" "))
+    };
+    let mut select: Vec<String> = Vec::new();
+    for (i, c) in columns.iter().enumerate() {
+        let arms: Vec<String> = planned
+            .iter()
+            .enumerate()
+            .map(|(k, clause)| format!("WHEN {k} THEN {}", clause.values[i]))
+            .collect();
+        select.push(format!("CASE {choice} {} END AS {}", arms.join(" "), quoted(c)));
+    }
+    let kinds: Vec<String> = planned
+        .iter()
+        .enumerate()
+        .map(|(k, clause)| format!("WHEN {k} THEN {}", clause.kind))
+        .collect();
+    select.push(format!(
+        "CASE {choice} {} END AS {MERGE_KIND_COLUMN}",
+        kinds.join(" ")
+    ));
+    // Spark's rule: a target row matched by two source rows fails the statement
+    if any_matched {
+        let key: Vec<String> = pk.iter().map(|c| target_value(c)).collect();
+        select.push(format!(
+            "{CARDINALITY_CHECK}(CASE WHEN {matched} THEN count({qs}.{IN_SOURCE}) OVER (PARTITION BY {}) END, {}) AS __paimon_merge_ok",
+            key.join(", "),
+            quoted_literal(&target_name.to_string()),
+        ));
+    }
+    let query = format!(
+        "SELECT {} FROM (SELECT *, TRUE AS {IN_SOURCE} FROM {source_sql}) AS {qs} {join} \
+         (SELECT *, TRUE AS {IN_TARGET} FROM {target_name}) AS {qt} ON {on} WHERE ({choice}) IS NOT NULL",
+        select.join(", "),
+    );
+    ctx.register_udf(ScalarUDF::from(CardinalityCheck::new()));
+    let rows = ctx.sql(&query).await?;
+    // the table's columns in its types, then the kind
+    let mut exprs: Vec<datafusion::logical_expr::Expr> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            cast(
+                col(datafusion::common::Column::from_name(f.name())),
+                f.data_type().clone(),
+            )
+            .alias(f.name())
+        })
+        .collect();
+    exprs.push(
+        cast(
+            col(datafusion::common::Column::from_name(MERGE_KIND_COLUMN)),
+            DataType::Int8,
+        )
+        .alias(MERGE_KIND_COLUMN),
+    );
+    let rows = if any_matched {
+        rows.filter(col(datafusion::common::Column::from_name("__paimon_merge_ok")))?
+    } else {
+        rows
+    };
+    let input = rows.select(exprs)?.into_unoptimized_plan();
+    let dml = DmlStatement::new(
+        TableReference::from(target_name.to_string()),
+        provider_as_source(Arc::new(merge_target)),
+        WriteOp::Insert(InsertOp::Append),
+        Arc::new(input),
+    );
+    Ok(DataFrame::new(ctx.state(), LogicalPlan::Dml(dml)))
+}
+
+fn quoted_literal(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+/// `paimon_merge_cardinality(n, table)`: true, unless `n` (how many source rows matched a
+/// target row) is above 1, which fails the statement naming the table.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct CardinalityCheck {
+    signature: Signature,
+}
+
+impl CardinalityCheck {
+    fn new() -> Self {
+        CardinalityCheck {
+            signature: Signature::exact(vec![DataType::Int64, DataType::Utf8], Volatility::Volatile),
+        }
+    }
+}
+
+impl ScalarUDFImpl for CardinalityCheck {
+    fn name(&self) -> &str {
+        CARDINALITY_CHECK
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        Ok(DataType::Boolean)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let n = args.number_rows;
+        let table = match &args.args[1] {
+            ColumnarValue::Scalar(ScalarValue::Utf8(Some(t))) => t.clone(),
+            _ => "the target".to_string(),
+        };
+        let counts: ArrayRef = args.args[0].to_array(n)?;
+        let counts = counts.as_primitive::<Int64Type>();
+        if let Some(i) = (0..counts.len()).find(|&i| counts.is_valid(i) && counts.value(i) > 1) {
+            return exec_err!(
+                "MERGE INTO {table}: a target row was matched by {} source rows; each target row may match at most one (rewrite the source so its rows are unique per join key)",
+                counts.value(i)
+            );
+        }
+        Ok(ColumnarValue::Array(Arc::new(BooleanArray::from(vec![true; n]))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stars_are_spelled_for_the_parser() {
+        let sql = "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *";
+        let out = expand_stars(sql).unwrap();
+        assert!(out.contains(&format!("UPDATE SET {STAR} = {STAR}")), "{out}");
+        assert!(out.contains(&format!("INSERT ({STAR}) VALUES ({STAR})")), "{out}");
+        // a string holding the same words is left alone
+        let sql = "MERGE INTO t USING s ON t.v = 'UPDATE SET *' WHEN MATCHED THEN DELETE";
+        assert_eq!(expand_stars(sql).unwrap(), sql);
+        assert!(is_merge(
+            "  merge into t using s on true when matched then delete"
+        ));
+        let explained =
+            explained_merge("EXPLAIN ANALYZE MERGE INTO t USING s ON true WHEN MATCHED THEN DELETE");
+        assert_eq!(explained.map(|(_, a, v)| (a, v)), Some((true, false)));
+        assert!(explained_merge("EXPLAIN SELECT 1").is_none());
+        assert!(!is_merge("SELECT 1"));
+    }
+}
