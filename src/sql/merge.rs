@@ -197,6 +197,10 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
     let schema = provider.schema();
     let columns: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     let pk: Vec<String> = target.schema_ref().primary_keys.clone();
+    let partial = matches!(
+        target.engine_kind(),
+        crate::spec::MergeEngine::PartialUpdate | crate::spec::MergeEngine::Aggregation
+    );
     let source_columns: Vec<String> = ctx
         .sql(&format!("SELECT * FROM {source_sql} LIMIT 0"))
         .await?
@@ -257,7 +261,15 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
             }
             MergeAction::Update(update) if !inserting => {
                 updates = true;
-                let mut values: Vec<String> = columns.iter().map(|c| target_value(c)).collect();
+                // partial-update and aggregation take the columns set (the others NULL, which
+                // they leave as stored); other engines the whole new row
+                let mut values: Vec<String> = columns
+                    .iter()
+                    .map(|c| match partial && !pk.contains(c) {
+                        true => "NULL".to_string(),
+                        false => target_value(c),
+                    })
+                    .collect();
                 for assignment in &update.assignments {
                     let AssignmentTarget::ColumnName(name) = &assignment.target else {
                         return plan_err!("MERGE INTO {target_name}: tuple assignments are not supported");
@@ -334,7 +346,8 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
     if planned.is_empty() {
         return plan_err!("MERGE INTO {target_name} has no WHEN clause");
     }
-    let merge_target = target.merge_target(updates, deletes)?;
+    let _ = updates;
+    let merge_target = target.merge_target(deletes)?;
 
     // the join the clauses need: unmatched target rows only for NOT MATCHED BY SOURCE,
     // unmatched source rows only for NOT MATCHED
@@ -410,12 +423,14 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
         rows
     };
     let input = rows.select(exprs)?.into_unoptimized_plan();
-    let dml = DmlStatement::new(
+    let mut dml = DmlStatement::new(
         TableReference::from(target_name.to_string()),
         provider_as_source(Arc::new(merge_target)),
         WriteOp::Insert(InsertOp::Append),
         Arc::new(input),
     );
+    // Spark's four counts, not DML's one (`table::merge_target::MergeSinkExec`)
+    dml.output_schema = crate::table::merge_target::merge_output_schema()?;
     Ok(DataFrame::new(ctx.state(), LogicalPlan::Dml(dml)))
 }
 

@@ -4,15 +4,21 @@
 
 use std::sync::Arc;
 
+use arrow::array::{AsArray, Int64Array, RecordBatch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
 use datafusion::common::{not_impl_err, plan_err, Result};
-use datafusion::datasource::sink::DataSinkExec;
 use datafusion::datasource::{TableProvider, TableType};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::Expr;
+use datafusion::physical_expr::{Distribution, EquivalenceProperties, Partitioning};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::{DisplayAs, DisplayFormatType, PlanProperties};
+use futures::StreamExt;
 
 use super::writes::check_row_level_dml;
 use super::PaimonTable;
@@ -31,10 +37,16 @@ impl PaimonTable {
         &self.schema
     }
 
-    /// This table as the target of a MERGE whose clauses update rows (`updates`) or delete
-    /// them (`deletes`): refused where our UPDATE or DELETE would be (the merge engine), and
-    /// for append tables.
-    pub(crate) fn merge_target(&self, updates: bool, deletes: bool) -> Result<MergeTarget> {
+    /// The merge engine of this table.
+    pub(crate) fn engine_kind(&self) -> crate::spec::MergeEngine {
+        self.options.merge_engine
+    }
+
+    /// This table as the target of a MERGE whose clauses delete rows (`deletes`): refused
+    /// where our DELETE would be (an engine that cannot delete by key), and for append tables.
+    /// Updates go to every engine, which applies its own semantics to them (first-row keeps
+    /// the first row, aggregation aggregates the values set).
+    pub(crate) fn merge_target(&self, deletes: bool) -> Result<MergeTarget> {
         if self.view != crate::scan::ReadView::Table || self.read_optimized {
             return plan_err!("Cannot MERGE INTO system table {}", self.name);
         }
@@ -43,9 +55,6 @@ impl PaimonTable {
                 "MERGE INTO append table {} is not supported yet: only primary-key tables",
                 self.name
             );
-        }
-        if updates {
-            check_row_level_dml(&self.name, &self.schema, &WriteKind::Update)?;
         }
         if deletes {
             check_row_level_dml(&self.name, &self.schema, &WriteKind::Delete)?;
@@ -94,6 +103,152 @@ impl TableProvider for MergeTarget {
         _insert_op: InsertOp,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let sink = self.table.sink(WriteKind::Merge).await?;
-        Ok(Arc::new(DataSinkExec::new(input, sink as _, None)))
+        Ok(Arc::new(MergeSinkExec::new(input, sink)))
+    }
+}
+
+/// Spark's result of a MERGE: rows changed in all, updated, deleted, inserted.
+fn merge_counts_schema() -> SchemaRef {
+    Arc::new(Schema::new(
+        [
+            "num_affected_rows",
+            "num_updated_rows",
+            "num_deleted_rows",
+            "num_inserted_rows",
+        ]
+        .map(|n| Field::new(n, DataType::Int64, false))
+        .to_vec(),
+    ))
+}
+
+/// The DML node's output schema for a MERGE (see [`MergeSinkExec`]).
+pub(crate) fn merge_output_schema() -> Result<datafusion::common::DFSchemaRef> {
+    Ok(Arc::new(datafusion::common::DFSchema::try_from(
+        merge_counts_schema().as_ref().clone(),
+    )?))
+}
+
+/// Writes a MERGE's rows through the table's sink and reports what they were: each row's kind
+/// is counted on its way to the sink (one pass over the kind column per batch).
+#[derive(Debug)]
+pub(crate) struct MergeSinkExec {
+    input: Arc<dyn ExecutionPlan>,
+    sink: Arc<crate::write::PaimonSink>,
+    properties: Arc<PlanProperties>,
+}
+
+impl MergeSinkExec {
+    fn new(input: Arc<dyn ExecutionPlan>, sink: Arc<crate::write::PaimonSink>) -> Self {
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(merge_counts_schema()),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        ));
+        MergeSinkExec {
+            input,
+            sink,
+            properties,
+        }
+    }
+}
+
+impl DisplayAs for MergeSinkExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "MergeSinkExec: ")?;
+        DisplayAs::fmt_as(self.sink.as_ref(), t, f)
+    }
+}
+
+impl ExecutionPlan for MergeSinkExec {
+    fn name(&self) -> &str {
+        "MergeSinkExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(
+            &Arc<dyn datafusion::physical_expr::PhysicalExpr>,
+        ) -> Result<datafusion::common::tree_node::TreeNodeRecursion>,
+    ) -> Result<datafusion::common::tree_node::TreeNodeRecursion> {
+        Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+    }
+
+    fn required_input_distribution(&self) -> Vec<Distribution> {
+        vec![Distribution::SinglePartition]
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        match &children[..] {
+            [input] => Ok(Arc::new(MergeSinkExec::new(
+                Arc::clone(input),
+                Arc::clone(&self.sink),
+            ))),
+            _ => datafusion::common::internal_err!("MergeSinkExec has one child"),
+        }
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return datafusion::common::internal_err!(
+                "MergeSinkExec has one partition, asked for {partition}"
+            );
+        }
+        let input = self.input.execute(0, Arc::clone(&context))?;
+        let input_schema = input.schema();
+        let counts = Arc::new(std::sync::Mutex::new([0i64; 3]));
+        let counted = {
+            let counts = Arc::clone(&counts);
+            input.map(move |batch| {
+                let batch = batch?;
+                let kinds = batch.column(batch.num_columns() - 1);
+                let kinds = arrow::compute::cast(kinds, &DataType::Int8)?;
+                let mut c = counts.lock().expect("counts lock is never poisoned");
+                for kind in kinds
+                    .as_primitive::<arrow::datatypes::Int8Type>()
+                    .iter()
+                    .flatten()
+                {
+                    match kind {
+                        crate::spec::row_kind::UPDATE_AFTER => c[0] += 1,
+                        crate::spec::row_kind::DELETE => c[1] += 1,
+                        _ => c[2] += 1,
+                    }
+                }
+                Ok(batch)
+            })
+        };
+        let counted: SendableRecordBatchStream =
+            Box::pin(RecordBatchStreamAdapter::new(input_schema, counted));
+        let sink = Arc::clone(&self.sink);
+        let stream = futures::stream::once(async move {
+            datafusion::datasource::sink::DataSink::write_all(sink.as_ref(), counted, &context).await?;
+            let [updated, deleted, inserted] = *counts.lock().expect("counts lock is never poisoned");
+            let column = |v: i64| Arc::new(Int64Array::from(vec![v])) as arrow::array::ArrayRef;
+            Ok(RecordBatch::try_new(
+                merge_counts_schema(),
+                vec![
+                    column(updated + deleted + inserted),
+                    column(updated),
+                    column(deleted),
+                    column(inserted),
+                ],
+            )?)
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            merge_counts_schema(),
+            stream,
+        )))
     }
 }
