@@ -29,7 +29,8 @@
 //! * `system_tables`: `t$snapshots`, `t$files`, `t$audit_log`, `t$binlog`, ...
 //! * `catalog`: a warehouse as a DataFusion catalog (`t$branch_<name>`, `t$system`).
 //! * [`sql`]: session set-up (`SET paimon.*` options, default catalog, the table function
-//!   `paimon_incremental_query`).
+//!   `paimon_incremental_query`) and the statements DataFusion does not plan (DDL, `CALL`,
+//!   `MERGE INTO`).
 //! * `distributed` (feature `ballista`): plan codecs for Apache Ballista, on top of `table`.
 
 pub(crate) mod bitmap;

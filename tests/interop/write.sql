@@ -518,6 +518,16 @@ CREATE TABLE interop.row_tracked (id INT, v STRING) WITH ('row-tracking.enabled'
 INSERT INTO interop.row_tracked VALUES (10, 'a'), (20, 'b'), (30, 'c');
 INSERT INTO interop.row_tracked VALUES (40, 'd');
 
+-- MERGE INTO a primary-key table: an update, a delete and an insert in one commit.
+CREATE TABLE interop.merged (id INT, v STRING, n INT, PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket' = '2');
+
+INSERT INTO interop.merged VALUES (1, 'a', 10), (2, 'b', 20), (3, 'c', 30);
+MERGE INTO interop.merged t USING (SELECT * FROM (VALUES (1, 'A', 1), (3, 'X', 0), (4, 'd', 40)) AS x(id, v, n)) s
+ON t.id = s.id
+WHEN MATCHED AND s.n = 0 THEN DELETE
+WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + s.n
+WHEN NOT MATCHED THEN INSERT *;
+
 -- File indexes: a bitmap small enough for the manifest, a bloom filter in a .index file.
 CREATE TABLE interop.file_indexed (id INT, name STRING, n INT)
 WITH ('file-index.bitmap.columns' = 'n', 'file-index.bloom-filter.columns' = 'name');
