@@ -161,6 +161,11 @@ impl WriteRecipe {
             WriteKind::Truncate => WriteRecipe::Truncate,
             WriteKind::DropPartitions(scope) => WriteRecipe::DropPartitions(ScopeRecipe::of(scope)?),
             WriteKind::Merge => WriteRecipe::Merge,
+            WriteKind::MergeRewrite(_) => {
+                return datafusion::common::not_impl_err!(
+                    "MERGE INTO an append table does not run on a cluster yet"
+                )
+            }
         })
     }
 

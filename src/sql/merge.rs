@@ -47,6 +47,10 @@ const STAR: &str = "__paimon_merge_star";
 /// Marks a row of the source, and of the target, in the join.
 const IN_SOURCE: &str = "__paimon_in_source";
 const IN_TARGET: &str = "__paimon_in_target";
+/// Numbers the rows of an append target, which have no key, as they are read.
+const ROW_NUMBER: &str = "__paimon_merge_row";
+/// The kind of a target row a copy-on-write MERGE keeps as it is (not a Paimon row kind).
+pub(crate) const KEEP: i8 = 99;
 /// The function that fails a MERGE whose target row more than one source row matches.
 const CARDINALITY_CHECK: &str = "paimon_merge_cardinality";
 
@@ -347,12 +351,17 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
         return plan_err!("MERGE INTO {target_name} has no WHEN clause");
     }
     let _ = updates;
-    let merge_target = target.merge_target(deletes)?;
+    // An append table without MATCHED or NOT MATCHED BY SOURCE clauses only gains rows; any
+    // other MERGE into it rewrites its content (copy-on-write).
+    let append = !target.schema_ref().has_primary_key();
+    let rewrite = append && (any_matched || by_source);
+    let merge_target = target.merge_target(deletes, rewrite).await?;
 
-    // the join the clauses need: unmatched target rows only for NOT MATCHED BY SOURCE,
-    // unmatched source rows only for NOT MATCHED
-    let join = match (by_source, by_target) {
-        (true, _) => "FULL OUTER JOIN",
+    // the join the clauses need: every target row when the content is rewritten or for NOT
+    // MATCHED BY SOURCE, unmatched source rows only for NOT MATCHED
+    let join = match (by_source || rewrite, by_target) {
+        (true, true) => "FULL OUTER JOIN",
+        (true, false) => "RIGHT JOIN",
         (false, true) => "LEFT JOIN",
         (false, false) => "INNER JOIN",
     };
@@ -364,6 +373,15 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
             .collect();
         format!("CASE {} END", arms.join(" "))
     };
+    // a rewrite keeps every target row no clause takes, as it is
+    let keep_value = |c: &str| match rewrite {
+        true => format!(" ELSE {}", target_value(c)),
+        false => String::new(),
+    };
+    let keep_kind = match rewrite {
+        true => format!(" ELSE {KEEP}"),
+        false => String::new(),
+    };
     let mut select: Vec<String> = Vec::new();
     for (i, c) in columns.iter().enumerate() {
         let arms: Vec<String> = planned
@@ -371,7 +389,12 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
             .enumerate()
             .map(|(k, clause)| format!("WHEN {k} THEN {}", clause.values[i]))
             .collect();
-        select.push(format!("CASE {choice} {} END AS {}", arms.join(" "), quoted(c)));
+        select.push(format!(
+            "CASE {choice} {}{} END AS {}",
+            arms.join(" "),
+            keep_value(c),
+            quoted(c)
+        ));
     }
     let kinds: Vec<String> = planned
         .iter()
@@ -379,21 +402,39 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
         .map(|(k, clause)| format!("WHEN {k} THEN {}", clause.kind))
         .collect();
     select.push(format!(
-        "CASE {choice} {} END AS {MERGE_KIND_COLUMN}",
+        "CASE {choice} {}{keep_kind} END AS {MERGE_KIND_COLUMN}",
         kinds.join(" ")
     ));
+    // A target row: its primary key, or (append tables) a number given as it is read.
+    let row_id: Vec<String> = match append {
+        true => vec![format!("{qt}.{ROW_NUMBER}")],
+        false => pk.iter().map(|c| target_value(c)).collect(),
+    };
     // Spark's rule: a target row matched by two source rows fails the statement
     if any_matched {
-        let key: Vec<String> = pk.iter().map(|c| target_value(c)).collect();
         select.push(format!(
             "{CARDINALITY_CHECK}(CASE WHEN {matched} THEN count({qs}.{IN_SOURCE}) OVER (PARTITION BY {}) END, {}) AS __paimon_merge_ok",
-            key.join(", "),
+            row_id.join(", "),
             quoted_literal(&target_name.to_string()),
         ));
     }
+    // (a rewritten target row several source rows matched, no MATCHED clause taking it, is
+    // kept once)
+    let mut filter = format!("({choice}) IS NOT NULL");
+    if rewrite {
+        select.push(format!(
+            "row_number() OVER (PARTITION BY {}) AS __paimon_merge_copy",
+            row_id.join(", ")
+        ));
+        filter = format!("({filter} OR {qt}.{IN_TARGET})");
+    }
+    let numbered = match append {
+        true => format!(", row_number() OVER () AS {ROW_NUMBER}"),
+        false => String::new(),
+    };
     let query = format!(
         "SELECT {} FROM (SELECT *, TRUE AS {IN_SOURCE} FROM {source_sql}) AS {qs} {join} \
-         (SELECT *, TRUE AS {IN_TARGET} FROM {target_name}) AS {qt} ON {on} WHERE ({choice}) IS NOT NULL",
+         (SELECT *, TRUE AS {IN_TARGET}{numbered} FROM {target_name}) AS {qt} ON {on} WHERE {filter}",
         select.join(", "),
     );
     ctx.register_udf(ScalarUDF::from(CardinalityCheck::new()));
@@ -419,6 +460,15 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
     );
     let rows = if any_matched {
         rows.filter(col(datafusion::common::Column::from_name("__paimon_merge_ok")))?
+    } else {
+        rows
+    };
+    let rows = if rewrite {
+        use datafusion::logical_expr::lit;
+        let copy = col(datafusion::common::Column::from_name("__paimon_merge_copy"));
+        let source_only = col(datafusion::common::Column::from_name(MERGE_KIND_COLUMN))
+            .eq(lit(crate::spec::row_kind::INSERT as i64));
+        rows.filter(copy.eq(lit(1u64)).or(source_only))?
     } else {
         rows
     };

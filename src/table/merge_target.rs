@@ -29,6 +29,7 @@ use crate::write::{WriteKind, MERGE_KIND_COLUMN};
 pub(crate) struct MergeTarget {
     table: PaimonTable,
     schema: SchemaRef,
+    kind: WriteKind,
 }
 
 impl PaimonTable {
@@ -43,22 +44,43 @@ impl PaimonTable {
     }
 
     /// This table as the target of a MERGE whose clauses delete rows (`deletes`): refused
-    /// where our DELETE would be (an engine that cannot delete by key), and for append tables.
-    /// Updates go to every engine, which applies its own semantics to them (first-row keeps
-    /// the first row, aggregation aggregates the values set).
-    pub(crate) fn merge_target(&self, deletes: bool) -> Result<MergeTarget> {
+    /// where our DELETE would be (an engine that cannot delete by key). Updates go to every
+    /// engine, which applies its own semantics to them (first-row keeps the first row,
+    /// aggregation aggregates the values set). An append table whose content the MERGE
+    /// rewrites (`rewrite`) replaces every file of the snapshot read.
+    pub(crate) async fn merge_target(&self, deletes: bool, rewrite: bool) -> Result<MergeTarget> {
         if self.view != crate::scan::ReadView::Table || self.read_optimized {
             return plan_err!("Cannot MERGE INTO system table {}", self.name);
         }
-        if !self.schema.has_primary_key() {
-            return not_impl_err!(
-                "MERGE INTO append table {} is not supported yet: only primary-key tables",
-                self.name
-            );
-        }
-        if deletes {
-            check_row_level_dml(&self.name, &self.schema, &WriteKind::Delete)?;
-        }
+        let kind = if self.schema.has_primary_key() {
+            if deletes {
+                check_row_level_dml(&self.name, &self.schema, &WriteKind::Delete)?;
+            }
+            WriteKind::Merge
+        } else if rewrite {
+            if let Some(why) = crate::spec::options::rewrites_lose_row_ids(&self.schema.options) {
+                return not_impl_err!("MERGE INTO table {} is not supported: {why}", self.name);
+            }
+            if self.options.deletion_vectors {
+                return not_impl_err!(
+                    "MERGE INTO append table {} with deletion-vectors.enabled is not supported yet (only copy-on-write tables)",
+                    self.name
+                );
+            }
+            let files = match &self.snapshot {
+                Some(snapshot) => self
+                    .meta
+                    .live_files(snapshot, |_| true)
+                    .await?
+                    .entries()
+                    .cloned()
+                    .collect(),
+                None => vec![],
+            };
+            WriteKind::MergeRewrite(files)
+        } else {
+            WriteKind::Merge
+        };
         let mut fields: Vec<Field> = self
             .arrow_schema
             .fields()
@@ -69,6 +91,7 @@ impl PaimonTable {
         Ok(MergeTarget {
             table: self.clone(),
             schema: Arc::new(Schema::new(fields)),
+            kind,
         })
     }
 }
@@ -102,7 +125,7 @@ impl TableProvider for MergeTarget {
         input: Arc<dyn ExecutionPlan>,
         _insert_op: InsertOp,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let sink = self.table.sink(WriteKind::Merge).await?;
+        let sink = self.table.sink(self.kind.clone()).await?;
         Ok(Arc::new(MergeSinkExec::new(input, sink)))
     }
 }
@@ -223,7 +246,9 @@ impl ExecutionPlan for MergeSinkExec {
                     match kind {
                         crate::spec::row_kind::UPDATE_AFTER => c[0] += 1,
                         crate::spec::row_kind::DELETE => c[1] += 1,
-                        _ => c[2] += 1,
+                        crate::spec::row_kind::INSERT => c[2] += 1,
+                        // (rows a copy-on-write MERGE keeps as they are count as nothing)
+                        _ => {}
                     }
                 }
                 Ok(batch)

@@ -66,6 +66,11 @@ pub(crate) enum WriteKind {
     /// MERGE INTO a primary-key table: every row's kind (+I, +U, -D) in one more input column
     /// after the table's, [`MERGE_KIND_COLUMN`].
     Merge,
+    /// MERGE INTO an append table, copy-on-write: the input is the table's new content (its
+    /// kind column says which rows a clause updated, inserted or deleted; deleted rows are not
+    /// written), replacing these files, every live file the statement read. The commit fails
+    /// cleanly if another writer removed one of them meanwhile.
+    MergeRewrite(Vec<ManifestEntry>),
 }
 
 /// The input column of a MERGE sink holding each row's kind (an `Int8`).
@@ -88,7 +93,7 @@ impl WriteKind {
             WriteKind::Update => "UPDATE",
             WriteKind::Truncate => "TRUNCATE",
             WriteKind::DropPartitions(_) => "DELETE",
-            WriteKind::Merge => "MERGE",
+            WriteKind::Merge | WriteKind::MergeRewrite(_) => "MERGE",
         }
     }
 }
@@ -148,7 +153,7 @@ impl PaimonSink {
             })?),
             None => None,
         };
-        let merge_schema = matches!(kind, WriteKind::Merge).then(|| {
+        let merge_schema = matches!(kind, WriteKind::Merge | WriteKind::MergeRewrite(_)).then(|| {
             let mut fields: Vec<arrow::datatypes::FieldRef> = input_schema.fields().iter().cloned().collect();
             fields.push(Arc::new(arrow::datatypes::Field::new(
                 MERGE_KIND_COLUMN,
@@ -539,7 +544,7 @@ impl DataSink for PaimonSink {
                 continue;
             }
             // a MERGE's rows carry their kinds in a last column
-            let (batch, given_kinds) = match self.kind {
+            let (batch, given_kinds) = match &self.kind {
                 WriteKind::Merge => {
                     let last = batch.num_columns().saturating_sub(1);
                     let kinds = cast(batch.column(last), &arrow::datatypes::DataType::Int8)?
@@ -547,8 +552,26 @@ impl DataSink for PaimonSink {
                         .clone();
                     (batch.project(&(0..last).collect::<Vec<_>>())?, Some(kinds))
                 }
+                // an append table's new content: every row but the deleted ones, as inserts
+                WriteKind::MergeRewrite(_) => {
+                    let last = batch.num_columns().saturating_sub(1);
+                    let kinds = cast(batch.column(last), &arrow::datatypes::DataType::Int8)?;
+                    let kept: arrow::array::BooleanArray = kinds
+                        .as_primitive::<Int8Type>()
+                        .iter()
+                        .map(|k| Some(k != Some(row_kind::DELETE)))
+                        .collect();
+                    let batch = arrow::compute::filter_record_batch(
+                        &batch.project(&(0..last).collect::<Vec<_>>())?,
+                        &kept,
+                    )?;
+                    (batch, None)
+                }
                 _ => (batch, None),
             };
+            if batch.num_rows() == 0 {
+                continue;
+            }
             let batch = self.validate(&batch)?;
             let (kinds, keep) = self.row_kinds(&batch, given_kinds)?;
             let (batch, kinds) = match keep {
@@ -687,7 +710,15 @@ impl DataSink for PaimonSink {
                 None => vec![],
             },
             index_removed: vec![],
-            row_level: None,
+            row_level: match &self.kind {
+                WriteKind::MergeRewrite(files) => Some(crate::meta::RowLevelBase {
+                    statement: "MERGE".to_string(),
+                    rewritten: files.clone(),
+                    marked: vec![],
+                    index_files: vec![],
+                }),
+                _ => None,
+            },
         };
         // Postpone files wait for `CALL sys.compact`: nothing compacts them after a write.
         let touched: BTreeSet<PartitionBucket> = request
