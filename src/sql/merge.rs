@@ -410,32 +410,41 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
         true => vec![format!("{qt}.{ROW_NUMBER}")],
         false => pk.iter().map(|c| target_value(c)).collect(),
     };
-    // Spark's rule: a target row matched by two source rows fails the statement
-    if any_matched {
-        select.push(format!(
-            "{CARDINALITY_CHECK}(CASE WHEN {matched} THEN count({qs}.{IN_SOURCE}) OVER (PARTITION BY {}) END, {}) AS __paimon_merge_ok",
-            row_id.join(", "),
-            quoted_literal(&target_name.to_string()),
-        ));
-    }
-    // (a rewritten target row several source rows matched, no MATCHED clause taking it, is
-    // kept once)
-    let mut filter = format!("({choice}) IS NOT NULL");
+    // Spark's rule: a target row matched by two source rows fails the statement (each match
+    // counts, whether a clause takes it or not)
+    select.push(match any_matched {
+        true => format!(
+            "CASE WHEN {matched} THEN count({qs}.{IN_SOURCE}) OVER (PARTITION BY {}) END AS __paimon_merge_matches",
+            row_id.join(", ")
+        ),
+        false => "CAST(NULL AS BIGINT) AS __paimon_merge_matches".to_string(),
+    });
+    // Which joined rows the statement writes: those a clause takes, and in a rewrite every
+    // target row. The filter runs over the joined rows with their counts: the cardinality
+    // check counts every match, taken by a clause or not (Spark's rule).
+    select.push(format!("({choice}) IS NOT NULL AS __paimon_merge_taken"));
+    let mut filter = "__paimon_merge_taken".to_string();
     if rewrite {
         select.push(format!(
             "row_number() OVER (PARTITION BY {}) AS __paimon_merge_copy",
             row_id.join(", ")
         ));
-        filter = format!("({filter} OR {qt}.{IN_TARGET})");
+        select.push(format!(
+            "{qt}.{IN_TARGET} IS NOT NULL AS __paimon_merge_target_row"
+        ));
+        filter = format!("({filter} OR __paimon_merge_target_row)");
     }
     let numbered = match append {
         true => format!(", row_number() OVER () AS {ROW_NUMBER}"),
         false => String::new(),
     };
+    // (the check is the filter itself, so it sees every joined row before any is dropped)
     let query = format!(
-        "SELECT {} FROM (SELECT *, TRUE AS {IN_SOURCE} FROM {source_sql}) AS {qs} {join} \
-         (SELECT *, TRUE AS {IN_TARGET}{numbered} FROM {target_name}) AS {qt} ON {on} WHERE {filter}",
+        "SELECT * FROM (SELECT {} FROM (SELECT *, TRUE AS {IN_SOURCE} FROM {source_sql}) AS {qs} {join} \
+         (SELECT *, TRUE AS {IN_TARGET}{numbered} FROM {target_name}) AS {qt} ON {on}) AS __paimon_merge_rows \
+         WHERE {CARDINALITY_CHECK}(__paimon_merge_matches, {filter}, {})",
         select.join(", "),
+        quoted_literal(&target_name.to_string()),
     );
     ctx.register_udf(ScalarUDF::from(CardinalityCheck::new()));
     let rows = ctx.sql(&query).await?;
@@ -458,11 +467,6 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
         )
         .alias(MERGE_KIND_COLUMN),
     );
-    let rows = if any_matched {
-        rows.filter(col(datafusion::common::Column::from_name("__paimon_merge_ok")))?
-    } else {
-        rows
-    };
     let rows = if rewrite {
         use datafusion::logical_expr::lit;
         let copy = col(datafusion::common::Column::from_name("__paimon_merge_copy"));
@@ -488,8 +492,9 @@ fn quoted_literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
-/// `paimon_merge_cardinality(n, table)`: true, unless `n` (how many source rows matched a
-/// target row) is above 1, which fails the statement naming the table.
+/// `paimon_merge_cardinality(n, keep, table)`: `keep` (NULL as false), unless some `n` (how
+/// many source rows matched a target row) is above 1, which fails the statement naming the
+/// table.
 #[derive(Debug, PartialEq, Eq, Hash)]
 struct CardinalityCheck {
     signature: Signature,
@@ -498,7 +503,10 @@ struct CardinalityCheck {
 impl CardinalityCheck {
     fn new() -> Self {
         CardinalityCheck {
-            signature: Signature::exact(vec![DataType::Int64, DataType::Utf8], Volatility::Volatile),
+            signature: Signature::exact(
+                vec![DataType::Int64, DataType::Boolean, DataType::Utf8],
+                Volatility::Volatile,
+            ),
         }
     }
 }
@@ -518,7 +526,7 @@ impl ScalarUDFImpl for CardinalityCheck {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let n = args.number_rows;
-        let table = match &args.args[1] {
+        let table = match &args.args[2] {
             ColumnarValue::Scalar(ScalarValue::Utf8(Some(t))) => t.clone(),
             _ => "the target".to_string(),
         };
@@ -530,7 +538,11 @@ impl ScalarUDFImpl for CardinalityCheck {
                 counts.value(i)
             );
         }
-        Ok(ColumnarValue::Array(Arc::new(BooleanArray::from(vec![true; n]))))
+        let keep = args.args[1].to_array(n)?;
+        let keep = keep.as_boolean();
+        Ok(ColumnarValue::Array(Arc::new(BooleanArray::from_iter(
+            keep.iter().map(|k| Some(k == Some(true))),
+        ))))
     }
 }
 

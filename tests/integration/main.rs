@@ -24,6 +24,7 @@ mod incremental;
 mod java_fixtures;
 mod long_history;
 mod lookup_levels;
+mod merge_model;
 mod metrics;
 mod mutated_files;
 mod object_store_s3;
