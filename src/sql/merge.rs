@@ -229,8 +229,7 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
             )
         }
     };
-    let (mut updates, mut deletes, mut by_source, mut by_target, mut any_matched) =
-        (false, false, false, false, false);
+    let (mut deletes, mut by_source, mut by_target, mut any_matched) = (false, false, false, false);
     let mut planned: Vec<Clause> = Vec::new();
     for clause in &clauses {
         let scope = match clause.clause_kind {
@@ -264,7 +263,6 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
                 )
             }
             MergeAction::Update(update) if !inserting => {
-                updates = true;
                 // partial-update and aggregation take the columns set (the others NULL, which
                 // they leave as stored); other engines the whole new row
                 let mut values: Vec<String> = columns
@@ -350,7 +348,6 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
     if planned.is_empty() {
         return plan_err!("MERGE INTO {target_name} has no WHEN clause");
     }
-    let _ = updates;
     // An append table without MATCHED or NOT MATCHED BY SOURCE clauses only gains rows; any
     // other MERGE into it rewrites its content (copy-on-write).
     let append = !target.schema_ref().has_primary_key();
