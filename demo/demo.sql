@@ -77,3 +77,12 @@ INSERT INTO demo.customers SELECT name, city FROM 'demo/customers.csv';
 SELECT o.order_id, o.customer, c.city
 FROM demo.orders o JOIN demo.customers c ON o.customer = c.name
 ORDER BY o.order_id;
+
+-- MERGE INTO with Spark's syntax: bob moves, dave arrives, carol leaves (one commit).
+MERGE INTO demo.customers t
+USING (SELECT * FROM (VALUES ('bob', 'Bergen', 'move'), ('dave', 'Dublin', 'new'), ('carol', NULL, 'leave')) AS x(name, city, op)) s
+ON t.name = s.name
+WHEN MATCHED AND s.op = 'leave' THEN DELETE
+WHEN MATCHED THEN UPDATE SET city = s.city
+WHEN NOT MATCHED THEN INSERT (name, city) VALUES (s.name, s.city);
+SELECT * FROM demo.customers ORDER BY name;
