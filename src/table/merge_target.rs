@@ -33,6 +33,31 @@ pub(crate) struct MergeTarget {
 }
 
 impl PaimonTable {
+    /// A row-level write (`statement`) reads the table as it is: not a snapshot of the past
+    /// the session travelled to (it would write stale rows back), nor (`ranges`: for a
+    /// statement that reads the table through SQL) a range of changes. UPDATE and DELETE read
+    /// the latest state under an incremental read option.
+    pub(crate) async fn check_reads_latest(&self, statement: &str, ranges: bool) -> Result<()> {
+        if self.incremental.is_some() && !ranges {
+            return Ok(());
+        }
+        let latest = self.meta.latest_snapshot().await?.map(|s| s.id);
+        let read = self.snapshot.as_ref().map(|s| s.id);
+        if self.incremental.is_none() && read == latest {
+            return Ok(());
+        }
+        plan_err!(
+            "{statement} {} reads its latest snapshot{}, but this session reads {}: RESET the session's paimon.scan.* / incremental-between options first",
+            self.name,
+            latest.map(|id| format!(" ({id})")).unwrap_or_default(),
+            match (&self.incremental, read) {
+                (Some(_), _) => "a range of changes".to_string(),
+                (None, Some(id)) => format!("snapshot {id}"),
+                (None, None) => "no snapshot".to_string(),
+            }
+        )
+    }
+
     /// The schema this table is read with.
     pub(crate) fn schema_ref(&self) -> &crate::spec::TableSchema {
         &self.schema
@@ -52,6 +77,7 @@ impl PaimonTable {
         if self.view != crate::scan::ReadView::Table || self.read_optimized {
             return plan_err!("Cannot MERGE INTO system table {}", self.name);
         }
+        self.check_reads_latest("MERGE INTO", true).await?;
         let kind = if self.schema.has_primary_key() {
             if deletes {
                 check_row_level_dml(&self.name, &self.schema, &WriteKind::Delete)?;

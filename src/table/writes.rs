@@ -103,6 +103,17 @@ impl PaimonTable {
             );
         }
         check_row_level_dml(&self.name, &schema, &kind)?;
+        if matches!(kind, WriteKind::Delete | WriteKind::Update) {
+            // (their rows are read through this table: they must be today's)
+            self.check_reads_latest(
+                match kind {
+                    WriteKind::Delete => "DELETE FROM",
+                    _ => "UPDATE",
+                },
+                false,
+            )
+            .await?;
+        }
         Ok(Arc::new(PaimonSink::try_new(
             self.name.clone(),
             Arc::clone(&self.meta),

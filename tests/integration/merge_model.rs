@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use arrow::array::{Array, AsArray};
+use arrow::array::AsArray;
 use arrow::datatypes::Int32Type;
 use datafusion_paimon::PaimonSession;
 
