@@ -34,28 +34,25 @@ pub(crate) struct MergeTarget {
 
 impl PaimonTable {
     /// A row-level write (`statement`) reads the table as it is: not a snapshot of the past
-    /// the session travelled to (it would write stale rows back), nor (`ranges`: for a
-    /// statement that reads the table through SQL) a range of changes. UPDATE and DELETE read
-    /// the latest state under an incremental read option.
+    /// the session travelled to with a `scan.*` option (it would write stale rows back), nor
+    /// (`ranges`: for a statement that reads the table through SQL) a range of changes. UPDATE
+    /// and DELETE read the latest state under an incremental read option. (A table that moved
+    /// on since the statement was planned is another writer's commit, not time travel.)
     pub(crate) async fn check_reads_latest(&self, statement: &str, ranges: bool) -> Result<()> {
-        if self.incremental.is_some() && !ranges {
-            return Ok(());
+        if ranges && self.incremental.is_some() {
+            return plan_err!(
+                "{statement} {} reads the table as it is, but this session reads a range of changes: RESET the session's incremental-between options first",
+                self.name
+            );
         }
-        let latest = self.meta.latest_snapshot().await?.map(|s| s.id);
-        let read = self.snapshot.as_ref().map(|s| s.id);
-        if self.incremental.is_none() && read == latest {
-            return Ok(());
+        match &self.time_travel {
+            Some(option) => plan_err!(
+                "{statement} {} reads the table as it is, but this session reads snapshot {} by '{option}': RESET paimon.{option} first",
+                self.name,
+                self.snapshot.as_ref().map_or("none".to_string(), |s| s.id.to_string())
+            ),
+            None => Ok(()),
         }
-        plan_err!(
-            "{statement} {} reads its latest snapshot{}, but this session reads {}: RESET the session's paimon.scan.* / incremental-between options first",
-            self.name,
-            latest.map(|id| format!(" ({id})")).unwrap_or_default(),
-            match (&self.incremental, read) {
-                (Some(_), _) => "a range of changes".to_string(),
-                (None, Some(id)) => format!("snapshot {id}"),
-                (None, None) => "no snapshot".to_string(),
-            }
-        )
     }
 
     /// The schema this table is read with.

@@ -61,6 +61,9 @@ pub struct PaimonTable {
     /// Partitions (serialized) a scan leaves out: those of the main branch, when this table is
     /// read as another's fallback.
     pub(super) skip_partitions: Option<Arc<std::collections::HashSet<Vec<u8>>>>,
+    /// The snapshot read was chosen by a time-travel option (`scan.snapshot-id`, ...), not as
+    /// the latest one: row-level writes refuse it (`check_reads_latest`).
+    pub(super) time_travel: Option<String>,
 }
 
 impl PaimonTable {
@@ -106,6 +109,7 @@ impl PaimonTable {
             definition,
             fallback: None,
             skip_partitions: None,
+            time_travel: None,
             name,
         })
     }
