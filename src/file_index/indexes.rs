@@ -93,18 +93,22 @@ pub(crate) fn bloom_may_contain(bytes: &[u8], key: &IndexKey) -> bool {
     };
     let functions = i32::from_be_bytes(k.try_into().expect("4 bytes"));
     let bits = &bytes[4..];
-    let count = (bits.len() * 8) as i64;
-    if count == 0 || functions <= 0 {
+    if bits.is_empty() || functions <= 0 {
         return true;
     }
+    bloom_bits(hash, functions, bits.len() * 8).all(|bit| bits[bit >> 3] & (1 << (bit & 7)) != 0)
+}
+
+/// The bits of a bloom filter of `count` bits and `functions` hash functions that `hash` sets
+/// (Java's `BloomFilter64`: double hashing on the two halves of the 64-bit hash).
+pub(crate) fn bloom_bits(hash: i64, functions: i32, count: usize) -> impl Iterator<Item = usize> {
     let (h1, h2) = (hash as i32, (hash as u64 >> 32) as i32);
-    (1..=functions).all(|i| {
+    (1..=functions).map(move |i| {
         let mut combined = h1.wrapping_add(i.wrapping_mul(h2));
         if combined < 0 {
             combined = !combined;
         }
-        let bit = i64::from(combined) % count;
-        bits[(bit >> 3) as usize] & (1 << (bit & 7)) != 0
+        (i64::from(combined) % count as i64) as usize
     })
 }
 

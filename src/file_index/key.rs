@@ -117,12 +117,22 @@ impl IndexKey {
     pub(crate) fn bloom_hash(&self) -> Option<i64> {
         Some(match self {
             IndexKey::Int(v) => long_hash(*v),
-            IndexKey::Float(v) => long_hash(i64::from(v.to_bits() as i32)),
+            IndexKey::Float(v) => float_hash(v.to_bits()),
             IndexKey::Double(v) => long_hash(v.to_bits() as i64),
-            IndexKey::Text(bytes) => super::xxh64::hash(bytes, 0) as i64,
+            IndexKey::Text(bytes) => bytes_hash(bytes),
             IndexKey::Bool(_) => return None,
         })
     }
+}
+
+/// `FastHash` of a FLOAT: its bits as a (sign-extended) int.
+pub(super) fn float_hash(bits: u32) -> i64 {
+    long_hash(i64::from(bits as i32))
+}
+
+/// `FastHash` of strings and bytes: XXH64, seed 0.
+pub(super) fn bytes_hash(bytes: &[u8]) -> i64 {
+    super::xxh64::hash(bytes, 0) as i64
 }
 
 /// Thomas Wang's 64-bit integer hash, with Java's wrapping arithmetic.

@@ -13,8 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{DataType as ArrowType, Float32Type, Float64Type, Int64Type, TimeUnit};
 
-use super::key::long_hash;
-use super::xxh64;
+use super::key::{bytes_hash, float_hash, long_hash};
 use crate::bitmap::roaring::Bitmap32;
 use crate::error::{Error, Result};
 use crate::spec::{DataType, TableSchema, TypeKind};
@@ -115,9 +114,9 @@ impl Values {
 fn bloom_hash(key: &Key) -> Option<i64> {
     Some(match key {
         Key::Int(v) => long_hash(*v),
-        Key::Float(bits) => long_hash(i64::from(*bits as i32)),
+        Key::Float(bits) => float_hash(*bits),
         Key::Double(bits) => long_hash(*bits as i64),
-        Key::Text(bytes) => xxh64::hash(bytes, 0) as i64,
+        Key::Text(bytes) => bytes_hash(bytes),
         Key::Bool(_) => return None,
     })
 }
@@ -141,15 +140,8 @@ impl Bloom {
     }
 
     fn add(&mut self, hash: i64) {
-        let count = (self.bits.len() * 8) as i64;
-        let (h1, h2) = (hash as i32, (hash as u64 >> 32) as i32);
-        for i in 1..=self.functions {
-            let mut combined = h1.wrapping_add(i.wrapping_mul(h2));
-            if combined < 0 {
-                combined = !combined;
-            }
-            let bit = i64::from(combined) % count;
-            self.bits[(bit >> 3) as usize] |= 1 << (bit & 7);
+        for bit in super::indexes::bloom_bits(hash, self.functions, self.bits.len() * 8) {
+            self.bits[bit >> 3] |= 1 << (bit & 7);
         }
     }
 

@@ -315,14 +315,8 @@ impl<'a> DataFileWriter<'a> {
             Some(IndexPlacement::Embedded(bytes)) => (Some(bytes), vec![]),
             Some(IndexPlacement::File(bytes)) => {
                 let name = format!("{}.index", self.name);
-                match &external_path {
-                    Some(uri) => {
-                        let parent = uri.rsplit_once('/').map_or(uri.as_str(), |(d, _)| d);
-                        io.write_at(&io.external_path(&format!("{parent}/{name}"))?, bytes)
-                            .await?
-                    }
-                    None => io.write(&format!("{}/{name}", self.dir), bytes).await?,
-                }
+                let path = io.beside_data_file(&self.dir, external_path.as_deref(), &name)?;
+                io.write_at(&path, bytes).await?;
                 (None, vec![name])
             }
         };

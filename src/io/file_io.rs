@@ -46,6 +46,12 @@ pub(crate) struct FileIO {
     routed: bool,
 }
 
+/// The URI of a file `name` in the directory of the file at `uri`.
+pub(crate) fn beside(uri: &str, name: &str) -> String {
+    let dir = uri.rsplit_once('/').map_or(uri, |(d, _)| d);
+    format!("{dir}/{name}")
+}
+
 /// The directories of a table that each branch keeps for itself (Paimon's `BranchManager`).
 pub(crate) const BRANCH_DIRS: &[&str] = &["schema", "snapshot", "tag", "changelog", "consumer"];
 
@@ -137,6 +143,15 @@ impl FileIO {
     pub(crate) fn data_file_path(&self, dir: &str, name: &str, external: Option<&str>) -> Result<Path> {
         match external {
             Some(uri) => self.external_path(uri),
+            None => Ok(self.path(&format!("{dir}/{name}"))),
+        }
+    }
+
+    /// Where a file `name` beside a data file is (a `.index` file index): in the data file's
+    /// bucket directory `dir`, or next to its external URI.
+    pub(crate) fn beside_data_file(&self, dir: &str, external: Option<&str>, name: &str) -> Result<Path> {
+        match external {
+            Some(uri) => self.external_path(&beside(uri, name)),
             None => Ok(self.path(&format!("{dir}/{name}"))),
         }
     }

@@ -13,6 +13,6 @@ mod routed_store;
 pub(crate) use byte_lru::ByteLru;
 pub(crate) use data_file_write::{write_data_file, DataFileRows, DataFileWriter};
 pub(crate) use external_paths::ExternalPaths;
-pub(crate) use file_io::{CachedFooter, FileIO, FooterCache};
+pub(crate) use file_io::{beside, CachedFooter, FileIO, FooterCache};
 pub(crate) use read_counting::ReadCountingStore;
 pub(crate) use rolling_write::RollingFileWriter;

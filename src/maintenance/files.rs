@@ -110,22 +110,20 @@ impl<'a> TableFiles<'a> {
     /// relative to the table root, or the URIs of files at an external path
     /// (`FileIO::delete_data_file` takes both).
     pub(super) fn data_path(&self, e: &ManifestEntry) -> Result<Vec<String>> {
-        let dir = match &e.file.external_path {
-            Some(uri) => uri.rsplit_once('/').map_or(uri.as_str(), |(d, _)| d).to_string(),
-            None => {
-                let values = BinaryRow::decode(&e.partition, &self.partition_types)?.values;
-                let partition =
-                    paths::partition_path(self.partition_keys, &values, &self.options.partition_default_name);
-                paths::bucket_path(
-                    self.options.data_file_path_directory.as_deref(),
-                    &partition,
-                    e.bucket,
-                )
-            }
-        };
+        let values = BinaryRow::decode(&e.partition, &self.partition_types)?.values;
+        let partition =
+            paths::partition_path(self.partition_keys, &values, &self.options.partition_default_name);
+        let dir = paths::bucket_path(
+            self.options.data_file_path_directory.as_deref(),
+            &partition,
+            e.bucket,
+        );
         Ok(std::iter::once(&e.file.file_name)
             .chain(&e.file.extra_files)
-            .map(|name| format!("{dir}/{name}"))
+            .map(|name| match &e.file.external_path {
+                Some(uri) => crate::io::beside(uri, name),
+                None => format!("{dir}/{name}"),
+            })
             .collect())
     }
 }

@@ -74,14 +74,9 @@ async fn index_file_may_match(
     entry: &ManifestEntry,
     name: &str,
 ) -> Result<bool> {
-    // beside the data file: in its external directory if it has one
-    let path = match &entry.file.external_path {
-        Some(uri) => {
-            let parent = uri.rsplit_once('/').map_or(uri.as_str(), |(d, _)| d);
-            meta.io().external_path(&format!("{parent}/{name}"))?
-        }
-        None => meta.io().path(&format!("{dir}/{name}")),
-    };
+    let path = meta
+        .io()
+        .beside_data_file(dir, entry.file.external_path.as_deref(), name)?;
     let store = meta.io().store();
     let first = fetch_prefix(store.as_ref(), &path, HEAD_GUESS).await?;
     let Some(head_length) = crate::file_index::head_length(&first) else {

@@ -3,6 +3,7 @@
 
 mod binlog;
 mod bucket_filter;
+mod cast;
 mod dense_rows;
 mod evolution;
 mod exec;

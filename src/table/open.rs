@@ -71,17 +71,7 @@ pub(crate) async fn open_table_with_latest(
     let mut table = PaimonTable::try_new(name, meta, snapshot, schema, view)?
         .with_incremental(incremental)
         .with_after_only(after_only);
-    table.time_travel = [
-        "scan.snapshot-id",
-        "scan.tag-name",
-        "scan.timestamp-millis",
-        "scan.timestamp",
-        "scan.watermark",
-        "scan.version",
-    ]
-    .into_iter()
-    .find(|k| options.contains_key(*k))
-    .map(str::to_string);
+    table.time_travel = super::time_travel::time_travel_option(options).map(str::to_string);
     // read options that are table options too (Paimon's dynamic options)
     for (key, slot) in [
         (

@@ -25,6 +25,15 @@ const SELECTORS: [&str; 5] = [
     SCAN_WATERMARK,
 ];
 
+/// The option of `options` that travels to a snapshot of the past (a selector or
+/// `scan.version`), if any.
+pub(crate) fn time_travel_option(options: &BTreeMap<String, String>) -> Option<&'static str> {
+    SELECTORS
+        .into_iter()
+        .chain([SCAN_VERSION])
+        .find(|k| options.contains_key(*k))
+}
+
 /// The snapshot to read: the one the options select, else the latest (None: empty table).
 pub(crate) async fn resolve_snapshot(
     meta: &TableMeta,

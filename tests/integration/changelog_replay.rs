@@ -9,19 +9,7 @@ use arrow::array::{Array, AsArray};
 use arrow::datatypes::Int32Type;
 use datafusion_paimon::PaimonSession;
 
-use crate::{latest_snapshot, run_sql};
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    }
-}
+use crate::{latest_snapshot, run_sql, Rng};
 
 type State = BTreeMap<i32, Option<i32>>;
 

@@ -48,6 +48,25 @@ pub(crate) fn fixture_warehouse() -> PathBuf {
     fixture_root().join("warehouse")
 }
 
+/// A small seeded generator (SplitMix64) for the randomized tests, the same on every machine.
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    /// A number in `0..n`.
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) % n
+    }
+
+    /// True with the probability `percent` / 100.
+    pub(crate) fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
 /// Runs one statement and collects its batches.
 pub(crate) async fn run_sql(session: &PaimonSession, sql: &str) -> Result<Vec<RecordBatch>> {
     session.sql(sql).await?.collect().await

@@ -11,23 +11,7 @@ use arrow::array::AsArray;
 use arrow::datatypes::Int32Type;
 use datafusion_paimon::PaimonSession;
 
-use crate::run_sql;
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
+use crate::{run_sql, Rng};
 
 /// One WHEN clause of the generated statements.
 #[derive(Clone, Copy, Debug)]
@@ -87,6 +71,28 @@ fn by_source(clauses: &[Clause], k: i32, old: i32) -> Outcome {
         }
     }
     Outcome::Keep
+}
+
+/// `outcome` applied to the key `k` (stored value `old`) of the model, with its changes.
+fn apply(
+    model: &mut BTreeMap<i32, i32>,
+    changes: &mut Vec<(String, i32, i32)>,
+    k: i32,
+    old: i32,
+    outcome: Outcome,
+) {
+    match outcome {
+        Outcome::Keep => {}
+        Outcome::Delete => {
+            model.remove(&k);
+            changes.push(("-D".into(), k, old));
+        }
+        Outcome::Set(new) => {
+            model.insert(k, new);
+            changes.push(("-U".into(), k, old));
+            changes.push(("+U".into(), k, new));
+        }
+    }
 }
 
 /// A random statement: its source rows (key, value, op) and clauses.
@@ -205,18 +211,7 @@ async fn random_merges_follow_the_model_of_a_primary_key_table() {
         let mut next = model.clone();
         for &(k, v, op) in &source {
             match model.get(&k) {
-                Some(&old) => match matched(&clauses, op, v) {
-                    Outcome::Keep => {}
-                    Outcome::Delete => {
-                        next.remove(&k);
-                        changes.push(("-D".into(), k, old));
-                    }
-                    Outcome::Set(new) => {
-                        next.insert(k, new);
-                        changes.push(("-U".into(), k, old));
-                        changes.push(("+U".into(), k, new));
-                    }
-                },
+                Some(&old) => apply(&mut next, &mut changes, k, old, matched(&clauses, op, v)),
                 None if clauses.iter().any(|c| matches!(c, Clause::Insert)) => {
                     next.insert(k, v);
                     changes.push(("+I".into(), k, v));
@@ -228,18 +223,7 @@ async fn random_merges_follow_the_model_of_a_primary_key_table() {
             if source.iter().any(|(sk, _, _)| *sk == k) {
                 continue;
             }
-            match by_source(&clauses, k, old) {
-                Outcome::Keep => {}
-                Outcome::Delete => {
-                    next.remove(&k);
-                    changes.push(("-D".into(), k, old));
-                }
-                Outcome::Set(new) => {
-                    next.insert(k, new);
-                    changes.push(("-U".into(), k, old));
-                    changes.push(("+U".into(), k, new));
-                }
-            }
+            apply(&mut next, &mut changes, k, old, by_source(&clauses, k, old));
         }
         model = next;
         let table: BTreeMap<i32, i32> = int_rows(&session, "SELECT k, v FROM t")
