@@ -9,9 +9,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
+use arrow::datatypes::DataType as ArrowType;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::Operator;
-use datafusion::physical_expr::expressions::{BinaryExpr, Column, InListExpr, Literal};
+use datafusion::physical_expr::expressions::{BinaryExpr, CastExpr, Column, InListExpr, Literal};
 use datafusion::physical_expr::utils::split_conjunction;
 use datafusion::physical_expr::PhysicalExpr;
 
@@ -46,13 +47,16 @@ impl BucketFilter {
         let arrow_schema = schema.arrow_schema();
         let mut allowed: BTreeMap<&str, Vec<ScalarValue>> = BTreeMap::new();
         for conjunct in split_conjunction(predicate) {
-            let Some((column, values)) = pinned_values(conjunct) else {
+            let Some(((column, cast), values)) = pinned_values(conjunct) else {
                 continue;
             };
             if !bucket_key.iter().any(|k| k == column) {
                 continue;
             }
             let field = arrow_schema.field_with_name(column).ok()?;
+            if cast.is_some_and(|to| !keeps_values_apart(field.data_type(), to)) {
+                continue;
+            }
             let mut cast = Vec::with_capacity(values.len());
             for value in values {
                 if value.is_null() {
@@ -124,7 +128,7 @@ impl BucketFilter {
 
 /// `column = literal`, `literal = column`, `column IN (literals)`, or an OR of those over one
 /// column (DataFusion turns short IN lists into ORs): the column and its values.
-fn pinned_values(expr: &Arc<dyn PhysicalExpr>) -> Option<(&str, Vec<ScalarValue>)> {
+fn pinned_values(expr: &Arc<dyn PhysicalExpr>) -> Option<(Pinned<'_>, Vec<ScalarValue>)> {
     if let Some(binary) = expr.downcast_ref::<BinaryExpr>() {
         if *binary.op() == Operator::Or {
             let (left, mut values) = pinned_values(binary.left())?;
@@ -157,8 +161,34 @@ fn pinned_values(expr: &Arc<dyn PhysicalExpr>) -> Option<(&str, Vec<ScalarValue>
     Some((column, values))
 }
 
-fn column_name(expr: &Arc<dyn PhysicalExpr>) -> Option<&str> {
-    expr.downcast_ref::<Column>().map(Column::name)
+/// A column a conjunct pins, and the type a cast around it gives.
+type Pinned<'a> = (&'a str, Option<&'a ArrowType>);
+
+/// The column `expr` is, and the type a cast around it gives (as a join's key comparison
+/// casts: `CAST(k AS BIGINT) = 7`).
+fn column_name(expr: &Arc<dyn PhysicalExpr>) -> Option<Pinned<'_>> {
+    if let Some(c) = expr.downcast_ref::<Column>() {
+        return Some((c.name(), None));
+    }
+    let cast = expr.downcast_ref::<CastExpr>()?;
+    let column = cast.expr().downcast_ref::<Column>()?;
+    Some((column.name(), Some(cast.cast_type())))
+}
+
+/// Whether casting `from` to `to` keeps distinct values distinct (an integer widened, a
+/// string retyped), so a value pinned after the cast pins the column.
+fn keeps_values_apart(from: &ArrowType, to: &ArrowType) -> bool {
+    let string = |t: &ArrowType| matches!(t, ArrowType::Utf8 | ArrowType::LargeUtf8 | ArrowType::Utf8View);
+    let width = |t: &ArrowType| match t {
+        ArrowType::Int8 => Some(1),
+        ArrowType::Int16 => Some(2),
+        ArrowType::Int32 => Some(4),
+        ArrowType::Int64 => Some(8),
+        _ => None,
+    };
+    from == to
+        || (string(from) && string(to))
+        || matches!((width(from), width(to)), (Some(a), Some(b)) if a <= b)
 }
 
 fn literal_value(expr: &Arc<dyn PhysicalExpr>) -> Option<ScalarValue> {

@@ -18,15 +18,21 @@ use std::sync::Arc;
 use crate::progress::StatementProgress;
 
 use arrow::datatypes::SchemaRef;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{internal_err, Result, Statistics};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType, ReplaceChildrenOptions};
-use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricsSet};
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
+};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::statistics::StatisticsArgs;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
+use futures::StreamExt;
 
 use super::file_read::ReadLayout;
 use super::metrics::ScanMetrics;
@@ -52,7 +58,7 @@ pub(crate) enum ReadView {
 }
 
 /// What every partition of a scan shares.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct ScanContext {
     pub(crate) table_io: FileIO,
     pub(crate) layout: Arc<ReadLayout>,
@@ -87,6 +93,11 @@ pub(crate) struct ScanContext {
     pub(crate) key_filter: Option<Arc<crate::format::ValueFilter>>,
     /// How `BLOB` columns read (`blob-descriptor-field`, `blob-as-descriptor`).
     pub(crate) blobs: super::evolution::BlobRead,
+    /// The table's schema and the pushed-down predicate over its columns (what `pruning` and
+    /// the filters were built from), so a filter that arrives at run time (a join's dynamic
+    /// filter, `runtime_filter`) can be added to it.
+    pub(crate) table: Arc<TableSchema>,
+    pub(crate) predicate: Option<Arc<dyn PhysicalExpr>>,
 }
 
 /// Merge-on-read scan of a Paimon table snapshot.
@@ -106,6 +117,9 @@ pub struct PaimonScanExec {
     properties: Arc<PlanProperties>,
     /// What built this node (`table::ScanOrigin`), so a plan codec can rebuild it elsewhere.
     origin: Option<Arc<dyn Any + Send + Sync>>,
+    /// Dynamic filters a join above pushed here (`runtime_filter`): each partition narrows
+    /// its splits by them when it starts.
+    runtime_filters: Vec<Arc<dyn PhysicalExpr>>,
 }
 
 impl PaimonScanExec {
@@ -139,6 +153,7 @@ impl PaimonScanExec {
             metrics: ExecutionPlanMetricsSet::new(),
             properties,
             origin: None,
+            runtime_filters: Vec::new(),
         }
     }
 
@@ -278,6 +293,10 @@ impl DisplayAs for PaimonScanExec {
                 if let Some(l) = self.limit {
                     write!(f, ", limit={l}")?;
                 }
+                if !self.runtime_filters.is_empty() {
+                    let filters: Vec<String> = self.runtime_filters.iter().map(|e| e.to_string()).collect();
+                    write!(f, ", runtime_filter=[{}]", filters.join(" AND "))?;
+                }
                 Ok(())
             }
             DisplayFormatType::TreeRender => {
@@ -306,10 +325,16 @@ impl ExecutionPlan for PaimonScanExec {
         vec![]
     }
 
+    /// The runtime filters: a join computes its dynamic filter only when a node below shows it.
     fn apply_expressions(
         &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
     ) -> Result<TreeNodeRecursion> {
+        for filter in &self.runtime_filters {
+            if f(filter)? == TreeNodeRecursion::Stop {
+                return Ok(TreeNodeRecursion::Stop);
+            }
+        }
         Ok(TreeNodeRecursion::Continue)
     }
 
@@ -338,14 +363,70 @@ impl ExecutionPlan for PaimonScanExec {
         };
         let batch_size = context.session_config().batch_size();
         let metrics = ScanMetrics::new(&self.metrics, partition, StatementProgress::of(&context));
-        Ok(partition_stream(
+        let memory = Arc::clone(context.memory_pool());
+        if self.runtime_filters.is_empty() {
+            return Ok(partition_stream(
+                Arc::clone(&self.ctx),
+                splits.clone(),
+                batch_size,
+                metrics,
+                self.limit,
+                memory,
+            ));
+        }
+        // Narrowed when first polled: by then the join above has filled its filter in.
+        let (ctx, filters, splits, limit) = (
             Arc::clone(&self.ctx),
+            self.runtime_filters.clone(),
             splits.clone(),
-            batch_size,
-            metrics,
             self.limit,
-            Arc::clone(context.memory_pool()),
-        ))
+        );
+        let pruned = MetricBuilder::new(&self.metrics).counter("files_pruned_at_run_time", partition);
+        let stream = futures::stream::once(async move {
+            let (ctx, splits, left_out) = super::runtime_filter::narrow(&ctx, &filters, splits);
+            pruned.add(left_out);
+            partition_stream(ctx, splits, batch_size, metrics, limit, memory)
+        })
+        .flatten();
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
+    }
+
+    /// Keeps the dynamic filters a join pushes down (`runtime_filter`). Nothing is claimed
+    /// as applied: the join and every filter above still evaluate their own conditions.
+    fn handle_child_pushdown_result(
+        &self,
+        phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let filters: Vec<Arc<dyn PhysicalExpr>> = child_pushdown_result
+            .parent_filters
+            .iter()
+            .map(|f| Arc::clone(&f.filter))
+            .collect();
+        let no = vec![PushedDown::No; filters.len()];
+        let accepted: Vec<Arc<dyn PhysicalExpr>> = filters
+            .into_iter()
+            .filter(|f| phase == FilterPushdownPhase::Post && super::runtime_filter::accepts(&self.ctx, f))
+            .collect();
+        if accepted.is_empty() {
+            return Ok(FilterPushdownPropagation::with_parent_pushdown_result(no));
+        }
+        let node = PaimonScanExec {
+            table_name: self.table_name.clone(),
+            snapshot_id: self.snapshot_id,
+            merge_engine: self.merge_engine,
+            ctx: Arc::clone(&self.ctx),
+            partitions: self.partitions.clone(),
+            limit: self.limit,
+            files_pruned: self.files_pruned,
+            files_skipped_by_index: self.files_skipped_by_index,
+            metrics: ExecutionPlanMetricsSet::new(),
+            properties: Arc::clone(&self.properties),
+            origin: self.origin.clone(),
+            runtime_filters: self.runtime_filters.iter().cloned().chain(accepted).collect(),
+        };
+        Ok(FilterPushdownPropagation::with_parent_pushdown_result(no).with_updated_node(Arc::new(node)))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {

@@ -14,6 +14,7 @@ mod metrics;
 mod parallel;
 mod plan;
 mod row_selection;
+mod runtime_filter;
 mod split;
 mod stream;
 

@@ -165,6 +165,7 @@ pub(crate) async fn plan_scan(req: PlanRequest<'_>) -> Result<ScanPlan> {
         splits.push(Split {
             partition_path,
             bucket: *bucket,
+            total_buckets: entries.first().map_or(-1, |e| e.total_buckets),
             bucket_dir: dir,
             sections,
             key_range: None,

@@ -132,6 +132,9 @@ pub(crate) fn run_sequences(files: &[SplitFile]) -> RangeInclusive<i64> {
 pub(crate) struct Split {
     pub(crate) partition_path: String,
     pub(crate) bucket: i32,
+    /// The bucket count of the files' partition when they were written (a rescaled partition
+    /// differs from the table's `bucket`); -1 for dynamic and postpone buckets.
+    pub(crate) total_buckets: i32,
     /// Directory of the bucket relative to the table root.
     pub(crate) bucket_dir: String,
     /// Sections -> sorted runs -> files (in key order within a run).

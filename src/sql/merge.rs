@@ -40,15 +40,13 @@ use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
 
 use super::PaimonSession;
 use crate::table::PaimonTable;
-use crate::write::MERGE_KIND_COLUMN;
+use crate::write::{MERGE_KIND_COLUMN, ROW_ADDRESS_COLUMN};
 
 /// What `UPDATE SET *` and `INSERT *` become before parsing (the SQL parser knows neither).
 const STAR: &str = "__paimon_merge_star";
 /// Marks a row of the source, and of the target, in the join.
 const IN_SOURCE: &str = "__paimon_in_source";
 const IN_TARGET: &str = "__paimon_in_target";
-/// Numbers the rows of an append target, which have no key, as they are read.
-const ROW_NUMBER: &str = "__paimon_merge_row";
 /// The kind of a target row a copy-on-write MERGE keeps as it is (not a Paimon row kind).
 pub(crate) const KEEP: i8 = 99;
 /// The function that fails a MERGE whose target row more than one source row matches.
@@ -181,16 +179,27 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
         .as_ref()
         .map(|a| a.name.value.clone())
         .unwrap_or_else(|| last_ident(target_name));
+    // `AS s(a, b)` renames the source's columns
+    let renamed = |alias: &Option<datafusion::sql::sqlparser::ast::TableAlias>| match alias {
+        Some(a) if !a.columns.is_empty() => {
+            let columns: Vec<String> = a.columns.iter().map(|c| c.to_string()).collect();
+            format!("({})", columns.join(", "))
+        }
+        _ => String::new(),
+    };
     let (source_sql, s) = match &source {
         TableFactor::Table { name, alias, .. } => (
-            name.to_string(),
+            match renamed(alias).as_str() {
+                "" => name.to_string(),
+                columns => format!("{name} AS __paimon_merge_source{columns}"),
+            },
             alias
                 .as_ref()
                 .map(|a| a.name.value.clone())
                 .unwrap_or_else(|| last_ident(name)),
         ),
         TableFactor::Derived { subquery, alias, .. } => (
-            format!("({subquery}) AS __paimon_merge_source"),
+            format!("({subquery}) AS __paimon_merge_source{}", renamed(alias)),
             alias
                 .as_ref()
                 .map(|a| a.name.value.clone())
@@ -402,9 +411,18 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
         "CASE {choice} {}{keep_kind} END AS {MERGE_KIND_COLUMN}",
         kinds.join(" ")
     ));
-    // A target row: its primary key, or (append tables) a number given as it is read.
+    // A changing append table's rows come with their addresses in the files read (the sink
+    // rewrites their files or marks them deleted), just before the kind.
+    let addressed = merge_target.addressed_rows();
+    if addressed.is_some() {
+        select.insert(
+            select.len() - 1,
+            format!("{qt}.{ROW_ADDRESS_COLUMN} AS {ROW_ADDRESS_COLUMN}"),
+        );
+    }
+    // A target row: its primary key, or (append tables) its address.
     let row_id: Vec<String> = match append {
-        true => vec![format!("{qt}.{ROW_NUMBER}")],
+        true => vec![format!("{qt}.{ROW_ADDRESS_COLUMN}")],
         false => pk.iter().map(|c| target_value(c)).collect(),
     };
     // Spark's rule: a target row matched by two source rows fails the statement (each match
@@ -429,22 +447,43 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
         select.push(format!(
             "{qt}.{IN_TARGET} IS NOT NULL AS __paimon_merge_target_row"
         ));
-        filter = format!("({filter} OR __paimon_merge_target_row)");
+        // copy-on-write: every row of a file some clause changes, since the file is rewritten
+        // (a file's number is its rows' address shifted right 32 bits)
+        if !merge_target.marks_rows() {
+            select.push(format!(
+                "bool_or(({choice}) IS NOT NULL) OVER (PARTITION BY {qt}.{ROW_ADDRESS_COLUMN} / 4294967296) AS __paimon_merge_file_touched"
+            ));
+            filter = format!("({filter} OR (__paimon_merge_target_row AND __paimon_merge_file_touched))");
+        }
     }
-    let numbered = match append {
-        true => format!(", row_number() OVER () AS {ROW_NUMBER}"),
-        false => String::new(),
+    // (registered for the planning of this statement only, under a name no one else uses)
+    let target_rows = match &addressed {
+        Some(_) => format!("__paimon_merge_target_{}", uuid::Uuid::new_v4().simple()),
+        None => target_name.to_string(),
     };
     // (the check is the filter itself, so it sees every joined row before any is dropped)
     let query = format!(
         "SELECT * FROM (SELECT {} FROM (SELECT *, TRUE AS {IN_SOURCE} FROM {source_sql}) AS {qs} {join} \
-         (SELECT *, TRUE AS {IN_TARGET}{numbered} FROM {target_name}) AS {qt} ON {on}) AS __paimon_merge_rows \
+         (SELECT *, TRUE AS {IN_TARGET} FROM {}) AS {qt} ON {on}) AS __paimon_merge_rows \
          WHERE {CARDINALITY_CHECK}(__paimon_merge_matches, {filter}, {})",
         select.join(", "),
+        match addressed {
+            Some(_) => quoted(&target_rows),
+            None => target_rows.clone(),
+        },
         quoted_literal(&target_name.to_string()),
     );
     ctx.register_udf(ScalarUDF::from(CardinalityCheck::new()));
-    let rows = ctx.sql(&query).await?;
+    let rows = match addressed {
+        Some(provider) => {
+            let name = TableReference::bare(target_rows.as_str());
+            ctx.register_table(name.clone(), provider)?;
+            let planned = ctx.sql(&query).await;
+            ctx.deregister_table(name)?;
+            planned?
+        }
+        None => ctx.sql(&query).await?,
+    };
     // the table's columns in its types, then the kind
     let mut exprs: Vec<datafusion::logical_expr::Expr> = schema
         .fields()
@@ -457,6 +496,9 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
             .alias(f.name())
         })
         .collect();
+    if rewrite {
+        exprs.push(col(datafusion::common::Column::from_name(ROW_ADDRESS_COLUMN)));
+    }
     exprs.push(
         cast(
             col(datafusion::common::Column::from_name(MERGE_KIND_COLUMN)),

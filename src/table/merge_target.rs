@@ -22,7 +22,7 @@ use futures::StreamExt;
 
 use super::writes::check_row_level_dml;
 use super::PaimonTable;
-use crate::write::{WriteKind, MERGE_KIND_COLUMN};
+use crate::write::{AppendMergeBase, WriteKind, MERGE_KIND_COLUMN, ROW_ADDRESS_COLUMN};
 
 /// A primary-key table as the target of one MERGE.
 #[derive(Debug)]
@@ -30,6 +30,8 @@ pub(crate) struct MergeTarget {
     table: PaimonTable,
     schema: SchemaRef,
     kind: WriteKind,
+    /// The rows a MERGE that changes an append table reads (`with_row_addresses`).
+    rows: Option<Arc<dyn TableProvider>>,
 }
 
 impl PaimonTable {
@@ -84,11 +86,8 @@ impl PaimonTable {
             if let Some(why) = crate::spec::options::rewrites_lose_row_ids(&self.schema.options) {
                 return not_impl_err!("MERGE INTO table {} is not supported: {why}", self.name);
             }
-            if self.options.deletion_vectors {
-                return not_impl_err!(
-                    "MERGE INTO append table {} with deletion-vectors.enabled is not supported yet (only copy-on-write tables)",
-                    self.name
-                );
+            if let Some(why) = crate::spec::options::unsupported_for_new_files(&self.schema.options) {
+                return not_impl_err!("MERGE INTO table {} is not supported: {why}", self.name);
             }
             let files = match &self.snapshot {
                 Some(snapshot) => self
@@ -100,7 +99,11 @@ impl PaimonTable {
                     .collect(),
                 None => vec![],
             };
-            WriteKind::MergeRewrite(files)
+            WriteKind::MergeRewrite(Arc::new(AppendMergeBase {
+                files,
+                snapshot_id: self.snapshot.as_ref().map(|s| s.id),
+                deletion_vectors: self.options.deletion_vectors,
+            }))
         } else {
             WriteKind::Merge
         };
@@ -110,12 +113,80 @@ impl PaimonTable {
             .iter()
             .map(|f| f.as_ref().clone().with_nullable(true))
             .collect();
+        let rows = match &kind {
+            WriteKind::MergeRewrite(base) => {
+                fields.push(Field::new(ROW_ADDRESS_COLUMN, DataType::Int64, true));
+                Some(Arc::new(self.with_row_addresses(base)?) as Arc<dyn TableProvider>)
+            }
+            _ => None,
+        };
         fields.push(Field::new(MERGE_KIND_COLUMN, DataType::Int8, false));
         Ok(MergeTarget {
             table: self.clone(),
             schema: Arc::new(Schema::new(fields)),
             kind,
+            rows,
         })
+    }
+
+    /// This table read with each row's address in the files of `base` as a last column
+    /// (`ROW_ADDRESS_COLUMN`), for a MERGE that changes rows of an append table.
+    fn with_row_addresses(&self, base: &AppendMergeBase) -> Result<PaimonTable> {
+        let mut schema = (*self.schema).clone();
+        schema.fields.push(crate::spec::DataField {
+            id: crate::spec::ROW_ID_FIELD_ID,
+            name: ROW_ADDRESS_COLUMN.to_string(),
+            data_type: crate::spec::parse_type_string("BIGINT NOT NULL")?,
+            description: None,
+        });
+        let mut table = PaimonTable::try_new(
+            self.name.clone(),
+            Arc::clone(&self.meta),
+            self.snapshot.clone(),
+            Arc::new(schema),
+            self.view,
+        )?;
+        table.definition = None;
+        table.row_addresses = Some(Arc::new(base.first_addresses()));
+        Ok(table)
+    }
+}
+
+/// Gives every file of `splits` its first row address (the scan adds each row's position in
+/// the file, as it does to a row-tracking file's first row id).
+pub(super) fn address_rows(
+    table: &str,
+    addresses: &std::collections::HashMap<String, i64>,
+    splits: &mut [crate::scan::Split],
+) -> Result<()> {
+    for file in splits
+        .iter_mut()
+        .flat_map(|s| s.sections.iter_mut())
+        .flatten()
+        .flatten()
+    {
+        let Some(first) = addresses.get(&file.file_name) else {
+            return datafusion::common::exec_err!(
+                "MERGE INTO {table}: file {} was not live when the statement was planned",
+                file.file_name
+            );
+        };
+        file.first_row_id = Some(*first);
+    }
+    Ok(())
+}
+
+impl MergeTarget {
+    /// The target's rows with their addresses, for a MERGE that changes rows of an append
+    /// table; `None` for the other MERGEs (they read the table itself).
+    pub(crate) fn addressed_rows(&self) -> Option<Arc<dyn TableProvider>> {
+        self.rows.clone()
+    }
+
+    /// Whether the MERGE marks changed rows in deletion vectors (an append table with
+    /// `deletion-vectors.enabled`) rather than rewriting their files.
+    pub(crate) fn marks_rows(&self) -> bool {
+        matches!(&self.kind, WriteKind::MergeRewrite(base) if base.deletion_vectors)
     }
 }
 

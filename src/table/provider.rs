@@ -1,5 +1,6 @@
 //! `PaimonTable`: a `TableProvider` reading one snapshot of a table with merge-on-read.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType as ArrowType, Field, Schema, SchemaRef};
@@ -64,6 +65,9 @@ pub struct PaimonTable {
     /// The snapshot read was chosen by a time-travel option (`scan.snapshot-id`, ...), not as
     /// the latest one: row-level writes refuse it (`check_reads_latest`).
     pub(super) time_travel: Option<String>,
+    /// A MERGE's read of an append table (`merge_target`): each file's first row address by
+    /// file name; the last column (`write::ROW_ADDRESS_COLUMN`) holds each row's address.
+    pub(super) row_addresses: Option<Arc<HashMap<String, i64>>>,
 }
 
 impl PaimonTable {
@@ -110,6 +114,7 @@ impl PaimonTable {
             fallback: None,
             skip_partitions: None,
             time_travel: None,
+            row_addresses: None,
             name,
         })
     }
@@ -414,6 +419,10 @@ impl PaimonTable {
             skip_partitions: self.skip_partitions.as_deref(),
         })
         .await?;
+        let mut plan = plan;
+        if let Some(addresses) = &self.row_addresses {
+            super::merge_target::address_rows(&self.name, addresses, &mut plan.splits)?;
+        }
         let pruning = crate::scan::pruning_predicate(&self.schema, predicate.as_ref())
             .map(|p| Arc::new(StatsPruning::new(&self.schema, p)));
         // Other views keep retractions or reshape values: their rows stay as read.
@@ -445,6 +454,8 @@ impl PaimonTable {
             value_filter,
             key_filter,
             blobs: crate::scan::BlobRead::of(&self.schema, &self.options),
+            table: Arc::clone(&self.schema),
+            predicate,
         };
         let target_partitions = self.target_partitions(state);
         let first_key = self.schema.trimmed_primary_keys().first().map(|f| (*f).clone());
@@ -585,6 +596,8 @@ impl PaimonTable {
             value_filter: None,
             key_filter: None,
             blobs: crate::scan::BlobRead::of(&self.schema, &self.options),
+            table: Arc::clone(&self.schema),
+            predicate: None,
         };
         let target_partitions = self.target_partitions(state);
         let first_key = self.schema.trimmed_primary_keys().first().map(|f| (*f).clone());

@@ -66,11 +66,11 @@ pub(crate) enum WriteKind {
     /// MERGE INTO a primary-key table: every row's kind (+I, +U, -D) in one more input column
     /// after the table's, [`MERGE_KIND_COLUMN`].
     Merge,
-    /// MERGE INTO an append table, copy-on-write: the input is the table's new content (its
-    /// kind column says which rows a clause updated, inserted or deleted; deleted rows are not
-    /// written), replacing these files, every live file the statement read. The commit fails
-    /// cleanly if another writer removed one of them meanwhile.
-    MergeRewrite(Vec<ManifestEntry>),
+    /// MERGE INTO an append table that changes existing rows (`merge_append`): each row
+    /// carries its address in the files read (NULL for inserts) before its kind; rows of
+    /// touched files are rewritten, or changed rows marked in deletion vectors. The commit
+    /// fails cleanly if another writer removed a file read or changed a touched vector.
+    MergeRewrite(Arc<super::AppendMergeBase>),
 }
 
 /// The input column of a MERGE sink holding each row's kind (an `Int8`).
@@ -534,6 +534,7 @@ impl DataSink for PaimonSink {
         let mut count: u64 = 0;
         // Metadata-only deletes count the matching rows but write none.
         let truncate = matches!(self.kind, WriteKind::Truncate | WriteKind::DropPartitions(_));
+        let mut append_marks = super::merge_append::AppendMergeMarks::default();
         while let Some(batch) = data.next().await {
             let batch = batch?;
             count += batch.num_rows() as u64;
@@ -552,21 +553,9 @@ impl DataSink for PaimonSink {
                         .clone();
                     (batch.project(&(0..last).collect::<Vec<_>>())?, Some(kinds))
                 }
-                // an append table's new content: every row but the deleted ones, as inserts
-                WriteKind::MergeRewrite(_) => {
-                    let last = batch.num_columns().saturating_sub(1);
-                    let kinds = cast(batch.column(last), &arrow::datatypes::DataType::Int8)?;
-                    let kept: arrow::array::BooleanArray = kinds
-                        .as_primitive::<Int8Type>()
-                        .iter()
-                        .map(|k| Some(k != Some(row_kind::DELETE)))
-                        .collect();
-                    let batch = arrow::compute::filter_record_batch(
-                        &batch.project(&(0..last).collect::<Vec<_>>())?,
-                        &kept,
-                    )?;
-                    (batch, None)
-                }
+                // an append table's rows to write, as inserts; the files and rows they came
+                // from are noted for the commit
+                WriteKind::MergeRewrite(base) => (append_marks.take(&batch, base)?, None),
                 _ => (batch, None),
             };
             if batch.num_rows() == 0 {
@@ -710,16 +699,17 @@ impl DataSink for PaimonSink {
                 None => vec![],
             },
             index_removed: vec![],
-            row_level: match &self.kind {
-                WriteKind::MergeRewrite(files) => Some(crate::meta::RowLevelBase {
-                    statement: "MERGE".to_string(),
-                    rewritten: files.clone(),
-                    marked: vec![],
-                    index_files: vec![],
-                }),
-                _ => None,
-            },
+            row_level: None,
         };
+        let mut request = request;
+        if let WriteKind::MergeRewrite(base) = &self.kind {
+            if append_marks.is_empty() && request.added.is_empty() {
+                return Ok(count);
+            }
+            let (row_level, index_added) = append_marks.into_commit(base, &self.meta, &self.schema).await?;
+            request.row_level = Some(row_level);
+            request.index_added.extend(index_added);
+        }
         // Postpone files wait for `CALL sys.compact`: nothing compacts them after a write.
         let touched: BTreeSet<PartitionBucket> = request
             .added

@@ -29,6 +29,7 @@ mod metrics;
 mod mutated_files;
 mod object_store_s3;
 mod read_options;
+mod runtime_filter;
 mod tailing;
 
 use std::path::{Path, PathBuf};

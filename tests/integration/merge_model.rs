@@ -255,11 +255,22 @@ async fn random_merges_follow_the_model_of_a_primary_key_table() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_merges_follow_the_model_of_an_append_table() {
+    // copy-on-write (unbucketed and bucketed) and deletion vectors
+    for options in [
+        "",
+        " WITH ('bucket' = '2', 'bucket-key' = 'k')",
+        " WITH ('deletion-vectors.enabled' = 'true')",
+    ] {
+        append_table_follows_the_model(options).await;
+    }
+}
+
+async fn append_table_follows_the_model(options: &str) {
     let dir = tempfile::tempdir().expect("temp dir");
     let session = PaimonSession::open(dir.path().to_str().expect("UTF-8"))
         .await
         .expect("open");
-    run_sql(&session, "CREATE TABLE a (k INT, v INT)")
+    run_sql(&session, &format!("CREATE TABLE a (k INT, v INT){options}"))
         .await
         .expect("create");
     run_sql(&session, "INSERT INTO a VALUES (1, 1), (2, 2), (3, 3)")
@@ -295,6 +306,6 @@ async fn random_merges_follow_the_model_of_an_append_table() {
         model = next;
         model.sort();
         let table = int_rows(&session, "SELECT k, v FROM a ORDER BY k, v").await;
-        assert_eq!(table, model, "after statement {n}: {sql}");
+        assert_eq!(table, model, "table a{options}, after statement {n}: {sql}");
     }
 }

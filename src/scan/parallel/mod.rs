@@ -149,6 +149,7 @@ impl<'a> Pieces<'a> {
         Split {
             partition_path: self.split.partition_path.clone(),
             bucket: self.split.bucket,
+            total_buckets: self.split.total_buckets,
             bucket_dir: self.split.bucket_dir.clone(),
             sections,
             key_range,
