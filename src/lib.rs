@@ -5,9 +5,9 @@
 //! Layers, lowest first; a module only imports from layers below it:
 //!
 //! ```text
-//! spec, bitmap -> io, progress, deletion_vector -> format, dynamic_bucket -> meta -> merge
-//!   -> scan -> changelog, stream -> compact, write, maintenance -> table -> distributed,
-//!   system_tables -> catalog -> sql -> bin
+//! spec, bitmap -> file_index -> io, progress, deletion_vector -> format, dynamic_bucket -> meta
+//!   -> merge -> scan -> changelog, stream -> compact, write, maintenance -> table
+//!   -> distributed, system_tables -> catalog -> sql -> bin
 //! ```
 //!
 //! * [`spec`]: the on-disk format as plain data (schemas, snapshots, manifests, BinaryRow, paths).
@@ -21,10 +21,12 @@
 //!   building them as a data file is written.
 //! * `meta`: snapshots, schemas, tags and manifests of one table (in Avro, ORC or Parquet).
 //! * `merge`: k-way merge of sorted runs with arrow-row keys, merge engines.
-//! * `scan`: merge-on-read planning and the `PaimonScanExec` plan node; incremental reads
-//!   (`incremental-between*` options) and the `PaimonIncrementalScanExec` plan node.
+//! * `scan`: merge-on-read planning and the `PaimonScanExec` plan node (narrowed at run time by
+//!   a join's dynamic filter on the key); incremental reads (`incremental-between*` options) and
+//!   the `PaimonIncrementalScanExec` plan node.
 //! * `changelog`, `stream`: `t$changelog` (ChangelogNormalize) and tailing reads.
-//! * `compact`, `write`, `maintenance`: compaction, the INSERT/DELETE/UPDATE sink, expiration.
+//! * `compact`, `write`, `maintenance`: compaction, the INSERT/DELETE/UPDATE/MERGE sink (and
+//!   MERGE's row addresses in append tables), expiration.
 //! * `table`: one table as a DataFusion `TableProvider`, time travel, the fallback branch.
 //! * `system_tables`: `t$snapshots`, `t$files`, `t$audit_log`, `t$binlog`, ...
 //! * `catalog`: a warehouse as a DataFusion catalog (`t$branch_<name>`, `t$system`).

@@ -1,5 +1,5 @@
 //! `MERGE INTO` with Spark's syntax and semantics (Paimon's `MergeIntoPaimonTable`), for
-//! primary-key tables:
+//! primary-key and append tables:
 //!
 //! ```sql
 //! MERGE INTO target [AS t] USING source [AS s] ON cond
@@ -17,6 +17,11 @@
 //!
 //! A target row that more than one source row matches is an error naming the table (Spark's
 //! rule), raised while the rows are read, before anything is committed.
+//!
+//! An append table whose rows the clauses change is read with each row's address (its file and
+//! position, `write::merge_append`): the sink rewrites the files holding rows a clause takes,
+//! or marks those rows in deletion vectors. When `ON` compares a primary key, the join's dynamic
+//! filter narrows the target's scan to the source's keys (`scan::runtime_filter`).
 
 use std::sync::Arc;
 
@@ -358,7 +363,7 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
         return plan_err!("MERGE INTO {target_name} has no WHEN clause");
     }
     // An append table without MATCHED or NOT MATCHED BY SOURCE clauses only gains rows; any
-    // other MERGE into it rewrites its content (copy-on-write).
+    // other MERGE into it changes rows where they are (copy-on-write or deletion vectors).
     let append = !target.schema_ref().has_primary_key();
     let rewrite = append && (any_matched || by_source);
     let merge_target = target.merge_target(deletes, rewrite).await?;

@@ -24,7 +24,7 @@ use super::writes::check_row_level_dml;
 use super::PaimonTable;
 use crate::write::{AppendMergeBase, WriteKind, MERGE_KIND_COLUMN, ROW_ADDRESS_COLUMN};
 
-/// A primary-key table as the target of one MERGE.
+/// A table as the target of one MERGE.
 #[derive(Debug)]
 pub(crate) struct MergeTarget {
     table: PaimonTable,

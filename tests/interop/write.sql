@@ -528,6 +528,25 @@ WHEN MATCHED AND s.n = 0 THEN DELETE
 WHEN MATCHED THEN UPDATE SET v = s.v, n = t.n + s.n
 WHEN NOT MATCHED THEN INSERT *;
 
+-- MERGE INTO append tables: copy-on-write replaces only the file holding id 3; with deletion
+-- vectors ids 1 and 3 are marked deleted and id 1's new version goes to a new file.
+CREATE TABLE interop.merged_append (id INT, v STRING, p STRING) PARTITIONED BY (p);
+
+INSERT INTO interop.merged_append VALUES (1, 'a', 'x'), (2, 'b', 'y');
+INSERT INTO interop.merged_append VALUES (3, 'c', 'y');
+MERGE INTO interop.merged_append t USING (SELECT * FROM (VALUES (3, 'C'), (9, 'new')) AS x(id, v)) s
+ON t.id = s.id
+WHEN MATCHED THEN UPDATE SET v = s.v
+WHEN NOT MATCHED THEN INSERT (id, v, p) VALUES (s.id, s.v, 'z');
+
+CREATE TABLE interop.merged_append_dv (id INT, v STRING) WITH ('deletion-vectors.enabled' = 'true', 'bucket' = '2', 'bucket-key' = 'id');
+
+INSERT INTO interop.merged_append_dv VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd');
+MERGE INTO interop.merged_append_dv t USING (VALUES (1, 'A'), (3, 'DEL')) AS s(id, v)
+ON t.id = s.id
+WHEN MATCHED AND s.v = 'DEL' THEN DELETE
+WHEN MATCHED THEN UPDATE SET v = s.v;
+
 -- File indexes: a bitmap small enough for the manifest, a bloom filter in a .index file.
 CREATE TABLE interop.file_indexed (id INT, name STRING, n INT)
 WITH ('file-index.bitmap.columns' = 'n', 'file-index.bloom-filter.columns' = 'name');
