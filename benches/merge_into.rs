@@ -5,7 +5,12 @@
 //! rows upserted by INSERT into an identical table, back to back in one run. Keys are sparse
 //! integers (`7i + 3`), not a dense range.
 //!
-//! `cargo bench --bench merge_into` (prints the wall times and their ratio).
+//! Then a CDC-sized MERGE (`MERGE_SMALL_ROWS`, default 1000 rows in scattered order, half of
+//! them matched) into the same table with DataFusion's join dynamic filters on (the target's
+//! scan narrowed at run time to the source's keys, `scan::runtime_filter`) and off, alternating,
+//! best of 3 each.
+//!
+//! `cargo bench --bench merge_into` (prints the wall times and their ratios).
 
 use std::time::{Duration, Instant};
 
@@ -90,6 +95,32 @@ fn main() {
         println!(
             "MERGE of {source} source rows (10% matched) into {target}: {merge:?}; INSERT of the same rows: {insert:?}; ratio {:.2}",
             merge.as_secs_f64() / insert.as_secs_f64()
+        );
+        let small = env("MERGE_SMALL_ROWS", 1000);
+        run(
+            &session,
+            &format!(
+                "CREATE VIEW small_src AS SELECT CASE WHEN value % 2 = 0 THEN ((value * 7919) % {target}) * 7 + 3 \
+                 ELSE ({target} + value * 7919) * 7 + 6 END AS id, -value AS v, 'cdc' AS s FROM generate_series(1, {small})"
+            ),
+        )
+        .await;
+        let small_merge = "MERGE INTO merged t USING small_src s ON t.id = s.id \
+                           WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *";
+        let (mut on, mut off) = (Duration::MAX, Duration::MAX);
+        for _ in 0..3 {
+            for (enabled, best) in [(false, &mut off), (true, &mut on)] {
+                run(
+                    &session,
+                    &format!("SET datafusion.optimizer.enable_join_dynamic_filter_pushdown = {enabled}"),
+                )
+                .await;
+                *best = (*best).min(run(&session, small_merge).await);
+            }
+        }
+        println!(
+            "MERGE of {small} rows (half matched) into {target}: {on:?} with key pruning, {off:?} without; ratio {:.2}",
+            on.as_secs_f64() / off.as_secs_f64()
         );
     });
 }

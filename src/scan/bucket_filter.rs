@@ -264,6 +264,27 @@ mod tests {
     }
 
     #[test]
+    fn sees_through_casts_that_keep_values_apart() {
+        let table = schema(r#""bucket":"2""#);
+        let arrow = table.arrow_schema();
+        let cast_to = |t: ArrowType| {
+            datafusion::physical_expr::expressions::cast(col("k", &arrow).unwrap(), &arrow, t).unwrap()
+        };
+        // as a join's dynamic filter compares the key: CAST(k AS BIGINT) IN (3)
+        let list = in_list(cast_to(ArrowType::Int64), vec![lit(3i64)], &false, &arrow).unwrap();
+        let filter = BucketFilter::new(&table, Some(&list)).unwrap();
+        assert_eq!((filter.matches(0, 2), filter.matches(1, 2)), (false, true));
+        // a cast to text is not trusted to keep keys apart
+        let text = in_list(cast_to(ArrowType::Utf8), vec![lit("3")], &false, &arrow).unwrap();
+        assert!(BucketFilter::new(&table, Some(&text)).is_none());
+        assert!(keeps_values_apart(&ArrowType::Int32, &ArrowType::Int64));
+        assert!(!keeps_values_apart(&ArrowType::Int64, &ArrowType::Int32));
+        assert!(!keeps_values_apart(&ArrowType::Utf8, &ArrowType::Int64));
+        assert!(!keeps_values_apart(&ArrowType::Float64, &ArrowType::Int64));
+        assert!(keeps_values_apart(&ArrowType::Utf8, &ArrowType::Utf8View));
+    }
+
+    #[test]
     fn other_bucket_functions_are_not_pruned_by_the_default_hash() {
         for function in ["mod", "hive"] {
             let table = schema(&format!(r#""bucket":"2","bucket-function.type":"{function}""#));

@@ -91,6 +91,10 @@ pub(crate) struct ScanContext {
     /// The pushed-down predicate's conjuncts on primary-key columns, evaluated in the Parquet
     /// reader of merged runs too (`ValueFilter::on_keys`).
     pub(crate) key_filter: Option<Arc<crate::format::ValueFilter>>,
+    /// The static predicate and a join's runtime filter on the keys (`runtime_filter`), for
+    /// merged runs only: there it saves merge work, while rows read without a merge go
+    /// straight to the join, which filters them anyway for less than a filter in the reader.
+    pub(crate) merge_key_filter: Option<Arc<crate::format::ValueFilter>>,
     /// How `BLOB` columns read (`blob-descriptor-field`, `blob-as-descriptor`).
     pub(crate) blobs: super::evolution::BlobRead,
     /// The table's schema and the pushed-down predicate over its columns (what `pruning` and

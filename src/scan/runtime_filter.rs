@@ -39,8 +39,8 @@ pub(crate) fn accepts(ctx: &ScanContext, filter: &Arc<dyn PhysicalExpr>) -> bool
 }
 
 /// The splits of one partition narrowed by `filters` as they stand now, with the context
-/// their files are read with (row groups and pages pruned, keys filtered in the reader by
-/// the filters too), and the number of files left out.
+/// their files are read with (row groups and pages pruned by the filters too, and merged
+/// runs' keys filtered in the reader before the merge), and the number of files left out.
 pub(crate) fn narrow(
     ctx: &Arc<ScanContext>,
     filters: &[Arc<dyn PhysicalExpr>],
@@ -63,7 +63,7 @@ pub(crate) fn narrow(
         narrowed.pruning = Some(Arc::new(StatsPruning::new(table, p)));
     }
     if let Some(f) = crate::format::ValueFilter::on_keys(table, &combined) {
-        narrowed.key_filter = Some(Arc::new(f));
+        narrowed.merge_key_filter = Some(Arc::new(f));
     }
     let buckets = BucketFilter::new(table, Some(&runtime));
     let files = narrowed.pruning.clone();

@@ -168,7 +168,7 @@ pub(crate) fn run_stream(
                     rows: f.rows.clone().map(|rows| Arc::from([rows])),
                     value_filter: match read.filter_values {
                         true => ctx.value_filter.clone().or_else(|| ctx.key_filter.clone()),
-                        false => ctx.key_filter.clone(),
+                        false => ctx.merge_key_filter.clone().or_else(|| ctx.key_filter.clone()),
                     },
                     footers: Some(Arc::clone(ctx.table_io.footers())),
                     only_fields: read.only_fields,
