@@ -64,6 +64,8 @@ pub(crate) mod write;
 pub use catalog::PaimonCatalog;
 pub use compact::remove_lookup_copies;
 pub use error::{Error, Result};
+#[cfg(feature = "cli")]
+pub use io::{remote_store, CloudStores};
 pub use scan::{PaimonIncrementalScanExec, PaimonScanExec};
 pub use sql::PaimonSession;
 pub use table::PaimonTable;

@@ -16,14 +16,14 @@ use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 use serde::{Deserialize, Serialize};
 
-use datafusion::datasource::sink::DataSinkExec;
+use datafusion::datasource::sink::{DataSink, DataSinkExec};
 
 use crate::changelog::ChangelogNormalizeExec;
 use crate::meta::OverwriteScope;
 use crate::scan::{PaimonIncrementalScanExec, PaimonScanExec};
 use crate::spec::TableSchema;
 use crate::table::{open_meta, PaimonTable, ScanKind, ScanOrigin, TableRecipe};
-use crate::write::{PaimonSink, WriteKind};
+use crate::write::{PaimonBucketExec, PaimonCommitExec, PaimonSink, PaimonWriteExec, WriteKind};
 
 /// Encodes [`PaimonTable`] providers (the tables of `TableScan`s) for a Ballista scheduler;
 /// everything else (extension nodes, other providers, file formats) goes to `inner`.
@@ -119,6 +119,14 @@ enum NodeRecipe {
     /// `DataSinkExec` writing to a Paimon table: rebuilt over its decoded input. The executor
     /// running it writes the files and commits, as a local statement would.
     Sink(SinkRecipe),
+    /// The nodes of a parallel write (`write::parallel`), each over its decoded input.
+    Bucket(SinkRecipe),
+    Writer(SinkRecipe),
+    Commit {
+        sink: SinkRecipe,
+        commit_user: String,
+        started_millis: i64,
+    },
 }
 
 /// A `PaimonSink` as data.
@@ -149,6 +157,40 @@ enum ScopeRecipe {
     None,
     Table,
     Partitions(Vec<Vec<Option<Vec<u8>>>>),
+}
+
+impl SinkRecipe {
+    /// The recipe of a Paimon sink; `None` for other sinks.
+    fn of(sink: &dyn DataSink) -> Result<Option<Self>> {
+        let Some(sink) = sink.downcast_ref::<PaimonSink>() else {
+            return Ok(None);
+        };
+        let (table, meta, schema, kind) = sink.parts();
+        Ok(Some(SinkRecipe {
+            location: meta.io().root_url().to_string(),
+            table: table.to_string(),
+            schema: schema.to_json(),
+            kind: WriteRecipe::of(kind)?,
+        }))
+    }
+
+    fn open(self, ctx: &TaskContext) -> Result<Arc<dyn DataSink>> {
+        let meta = open_meta(&self.location, ctx.runtime_env().as_ref())?;
+        let schema = TableSchema::from_json(self.schema.as_bytes(), &format!("{}/schema", self.location))?;
+        Ok(Arc::new(PaimonSink::try_new(
+            self.table,
+            meta,
+            Arc::new(schema),
+            self.kind.kind(ctx)?,
+        )?))
+    }
+}
+
+fn one_input(node: &str, inputs: &[Arc<dyn ExecutionPlan>]) -> Result<Arc<dyn ExecutionPlan>> {
+    match inputs {
+        [input] => Ok(Arc::clone(input)),
+        _ => internal_err!("{node} takes one input, got {}", inputs.len()),
+    }
 }
 
 impl WriteRecipe {
@@ -265,18 +307,29 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
         let recipe = match recipe {
             NodeRecipe::Scan(scan) => scan,
             NodeRecipe::Sink(sink) => {
-                let [input] = inputs else {
-                    return internal_err!("DataSinkExec takes one input, got {}", inputs.len());
-                };
-                let meta = open_meta(&sink.location, ctx.runtime_env().as_ref())?;
-                let schema =
-                    TableSchema::from_json(sink.schema.as_bytes(), &format!("{}/schema", sink.location))?;
-                let sink = PaimonSink::try_new(sink.table, meta, Arc::new(schema), sink.kind.kind(ctx)?)?;
-                return Ok(Arc::new(DataSinkExec::new(
-                    Arc::clone(input),
-                    Arc::new(sink),
-                    None,
-                )));
+                let input = one_input("DataSinkExec", inputs)?;
+                return Ok(Arc::new(DataSinkExec::new(input, sink.open(ctx)?, None)));
+            }
+            NodeRecipe::Bucket(sink) => {
+                let input = one_input("PaimonBucketExec", inputs)?;
+                return Ok(Arc::new(PaimonBucketExec::try_new(input, sink.open(ctx)?)?));
+            }
+            NodeRecipe::Writer(sink) => {
+                let input = one_input("PaimonWriteExec", inputs)?;
+                return Ok(Arc::new(PaimonWriteExec::try_new(input, sink.open(ctx)?)?));
+            }
+            NodeRecipe::Commit {
+                sink,
+                commit_user,
+                started_millis,
+            } => {
+                let input = one_input("PaimonCommitExec", inputs)?;
+                return Ok(Arc::new(PaimonCommitExec::try_new(
+                    input,
+                    sink.open(ctx)?,
+                    commit_user,
+                    started_millis,
+                )?));
             }
             NodeRecipe::Normalize { table, schema } => {
                 let schema = TableSchema::from_json(schema.as_bytes(), &format!("{table}/schema"))?;
@@ -354,17 +407,23 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
         buf: &mut Vec<u8>,
         _proto_converter: &dyn PhysicalProtoConverterExtension,
     ) -> Result<()> {
-        if let Some(sink) = node
-            .downcast_ref::<DataSinkExec>()
-            .and_then(|exec| exec.sink().downcast_ref::<PaimonSink>())
-        {
-            let (table, meta, schema, kind) = sink.parts();
-            let recipe = NodeRecipe::Sink(SinkRecipe {
-                location: meta.io().root_url().to_string(),
-                table: table.to_string(),
-                schema: schema.to_json(),
-                kind: WriteRecipe::of(kind)?,
-            });
+        let write = if let Some(exec) = node.downcast_ref::<DataSinkExec>() {
+            SinkRecipe::of(exec.sink())?.map(NodeRecipe::Sink)
+        } else if let Some(exec) = node.downcast_ref::<PaimonBucketExec>() {
+            SinkRecipe::of(exec.sink().as_ref())?.map(NodeRecipe::Bucket)
+        } else if let Some(exec) = node.downcast_ref::<PaimonWriteExec>() {
+            SinkRecipe::of(exec.sink().as_ref())?.map(NodeRecipe::Writer)
+        } else if let Some(exec) = node.downcast_ref::<PaimonCommitExec>() {
+            let (user, started) = exec.commit_identity();
+            SinkRecipe::of(exec.sink().as_ref())?.map(|sink| NodeRecipe::Commit {
+                sink,
+                commit_user: user.to_string(),
+                started_millis: started,
+            })
+        } else {
+            None
+        };
+        if let Some(recipe) = write {
             buf.extend(serde_json::to_vec(&recipe).expect("a sink recipe serializes"));
             return Ok(());
         }

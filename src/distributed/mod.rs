@@ -33,7 +33,9 @@
 //! exactly those partitions. `$changelog` reads of `none` tables run in one partition (the
 //! normalize takes the whole change stream).
 
+mod cluster;
 mod codec;
+mod parallel_writes;
 mod split_groups;
 
 use std::sync::Arc;
@@ -42,7 +44,9 @@ use ballista::prelude::SessionConfigExt;
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::physical_plan::{ComposedPhysicalExtensionCodec, PhysicalExtensionCodec};
 
+pub use cluster::{cluster_config, cluster_runtime, default_registry, scheduler_state, with_parallel_writes};
 pub use codec::{PaimonLogicalCodec, PaimonPhysicalCodec};
+pub use parallel_writes::ParallelWrites;
 pub(crate) use split_groups::{split_groups, store_url};
 
 /// `config` with the Paimon codecs installed in front of the Ballista codecs it has: build

@@ -39,6 +39,37 @@ impl TableMeta {
         Ok(self.snapshot_ids().await?.last().copied())
     }
 
+    /// The snapshot `commit_user` committed since `since_millis`, newest first, if any: how a
+    /// retried commit learns that it already landed (Java's `filterCommitted`). Walks back from
+    /// the latest snapshot and stops at the first older than `since_millis` (less a minute for
+    /// clocks of other machines), so a statement's check reads only the snapshots committed
+    /// while it ran. Snapshots expired in between cannot be found.
+    pub(crate) async fn committed_by(
+        &self,
+        commit_user: &str,
+        since_millis: i64,
+    ) -> Result<Option<Snapshot>> {
+        let Some(mut id) = self.latest_snapshot_id().await? else {
+            return Ok(None);
+        };
+        let horizon = since_millis - 60_000;
+        while id > 0 {
+            let snapshot = match self.snapshot(id).await {
+                Ok(s) => s,
+                Err(Error::NotFound { .. }) => return Ok(None),
+                Err(e) => return Err(e),
+            };
+            if snapshot.commit_user == commit_user {
+                return Ok(Some(snapshot));
+            }
+            if snapshot.time_millis < horizon {
+                return Ok(None);
+            }
+            id -= 1;
+        }
+        Ok(None)
+    }
+
     /// Whether snapshots newer than `id` exist now: a file of snapshot `id` found missing then
     /// means another process expired it (a lost race), not a damaged table.
     pub(crate) async fn moved_past(&self, id: i64) -> Result<bool> {

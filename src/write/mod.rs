@@ -1,9 +1,12 @@
 //! The write path: bucket assignment, per-bucket write buffers, level-0 files and the commit.
 
+mod after_commit;
 mod append_dml;
 mod buffer;
+mod commit_message;
 mod cross_partition;
 mod merge_append;
+mod parallel;
 mod routing;
 mod sink;
 mod sink_metrics;
@@ -11,6 +14,8 @@ mod source_order;
 
 pub use append_dml::AppendDmlExec;
 pub(crate) use merge_append::{AppendMergeBase, ROW_ADDRESS_COLUMN};
+pub(crate) use parallel::FanOut;
+pub use parallel::{PaimonBucketExec, PaimonCommitExec, PaimonWriteExec};
 pub(crate) use sink::{PaimonSink, WriteKind, MERGE_KIND_COLUMN};
 pub use source_order::KeepSourceOrder;
 

@@ -32,13 +32,9 @@ use super::buffer::BucketBuffer;
 use super::cross_partition::GlobalIndex;
 use super::routing::{BucketMode, RowRouting};
 use super::sink_metrics::SinkMetrics;
-use crate::compact::{CompactSettings, Compaction};
+use crate::compact::Compaction;
 use crate::dynamic_bucket::{AssignOptions, BucketAssigner};
 use crate::io::write_data_file;
-use crate::maintenance::auto_tags::{self, AutoTags};
-use crate::maintenance::changelog_expire::expire_changelogs;
-use crate::maintenance::expire::{expire_snapshots, parse_duration_ms, ExpireOptions};
-use crate::maintenance::partitions::{expire_partitions, PartitionTime};
 use crate::merge::reduce::{GroupReducer, RetractPolicy};
 use crate::merge::MergeEngineSpec;
 use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};
@@ -101,20 +97,20 @@ impl WriteKind {
 /// Writes rows into one table and commits them as one snapshot.
 #[derive(Debug)]
 pub(crate) struct PaimonSink {
-    table: String,
-    meta: Arc<TableMeta>,
-    schema: Arc<TableSchema>,
-    options: TableOptions,
-    kind: WriteKind,
-    input_schema: SchemaRef,
+    pub(super) table: String,
+    pub(super) meta: Arc<TableMeta>,
+    pub(super) schema: Arc<TableSchema>,
+    pub(super) options: TableOptions,
+    pub(super) kind: WriteKind,
+    pub(super) input_schema: SchemaRef,
     /// The merge engine (primary-key tables): folds the buffer and says what happens to
     /// retractions.
-    engine: Option<MergeEngineSpec>,
+    pub(super) engine: Option<MergeEngineSpec>,
     /// `rowkind.field`: the STRING column holding each row's kind.
-    rowkind_column: Option<usize>,
+    pub(super) rowkind_column: Option<usize>,
     /// What a MERGE sink takes: the table's columns and [`MERGE_KIND_COLUMN`].
-    merge_schema: Option<SchemaRef>,
-    metrics: SinkMetrics,
+    pub(super) merge_schema: Option<SchemaRef>,
+    pub(super) metrics: SinkMetrics,
 }
 
 /// Default `write-buffer-size` of Paimon (256 MiB): the largest buffer is flushed as its own
@@ -184,7 +180,7 @@ impl PaimonSink {
         (&self.table, &self.meta, &self.schema, &self.kind)
     }
 
-    fn routing(&self) -> Result<RowRouting> {
+    pub(super) fn routing(&self) -> Result<RowRouting> {
         let index = |name: &str| {
             self.schema
                 .fields
@@ -247,7 +243,7 @@ impl PaimonSink {
     }
 
     /// Casts input columns to the table's types and rejects NULLs in NOT NULL columns.
-    fn validate(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+    pub(super) fn validate(&self, batch: &RecordBatch) -> Result<RecordBatch> {
         if batch.num_columns() != self.schema.fields.len() {
             return exec_err!(
                 "Table {} has {} columns but the input has {}",
@@ -365,7 +361,7 @@ impl PaimonSink {
     }
 
     /// Partition keys that are not part of the primary key (Paimon's cross-partition upsert).
-    fn cross_partition_keys(&self) -> Vec<String> {
+    pub(super) fn cross_partition_keys(&self) -> Vec<String> {
         self.schema
             .partition_keys
             .iter()
@@ -480,11 +476,37 @@ impl DataSink for PaimonSink {
         self.merge_schema.as_ref().unwrap_or(&self.input_schema)
     }
 
-    async fn write_all(
+    async fn write_all(&self, data: SendableRecordBatchStream, context: &Arc<TaskContext>) -> Result<u64> {
+        let written = self.write_files(data, context).await?;
+        let commit_user = uuid::Uuid::new_v4().to_string();
+        self.commit_written(written, &commit_user, None, context).await
+    }
+}
+
+/// What one writer wrote and has not committed: the commit message of a writer task.
+#[derive(Debug, Default)]
+pub(crate) struct WrittenFiles {
+    /// Input rows taken (written, or counted by a metadata-only delete).
+    pub(crate) rows: u64,
+    /// Level-0 data files.
+    pub(crate) added: Vec<ManifestEntry>,
+    /// Changelog files (`changelog-producer = input`).
+    pub(crate) changelog: Vec<ManifestEntry>,
+    /// Dynamic-bucket index files of the partitions this writer assigned.
+    pub(crate) index_added: Vec<crate::spec::IndexManifestEntry>,
+    /// A MERGE into an append table: the rows it took from existing files (local only).
+    pub(crate) append_marks: Option<super::merge_append::AppendMergeMarks>,
+}
+
+impl PaimonSink {
+    /// The write half of a statement: routes `data` to buckets, writes level-0 (and input
+    /// changelog) files, and returns them uncommitted. A distributed INSERT runs this in
+    /// every writer task, over the rows routed to its buckets.
+    pub(crate) async fn write_files(
         &self,
         mut data: SendableRecordBatchStream,
         context: &Arc<TaskContext>,
-    ) -> Result<u64> {
+    ) -> Result<WrittenFiles> {
         let started = Instant::now();
         let progress = StatementProgress::of(context);
         let routing = self.routing()?;
@@ -650,11 +672,45 @@ impl DataSink for PaimonSink {
             p.add_files_written(written.iter().map(Vec::len).sum());
         }
         flushed.extend(written.into_iter().flatten());
-        let (changelog, mut flushed): (Vec<ManifestEntry>, Vec<ManifestEntry>) = flushed
+        let (changelog, flushed): (Vec<ManifestEntry>, Vec<ManifestEntry>) = flushed
             .into_iter()
             .partition(|e| e.file.file_name.starts_with(CHANGELOG_PREFIX));
         self.metrics.rows_written.add(count as usize);
         self.metrics.record_files(&flushed, &changelog);
+        let index_added = match &assigner {
+            Some(a) => a.write_index_files(&self.meta).await?,
+            None => vec![],
+        };
+        self.metrics.write_time.add_elapsed(started);
+        Ok(WrittenFiles {
+            rows: count,
+            added: flushed,
+            changelog,
+            index_added,
+            append_marks: matches!(self.kind, WriteKind::MergeRewrite(_)).then_some(append_marks),
+        })
+    }
+
+    /// The commit half: one snapshot of `written` (every writer's files) as `commit_user`,
+    /// then what follows a write (compaction of the buckets written, expiration). Returns
+    /// the rows the statement took. With `exactly_once_since` (epoch millis no later than the
+    /// statement's start), a snapshot `commit_user` committed since then counts as this
+    /// commit: it is not made twice.
+    pub(crate) async fn commit_written(
+        &self,
+        written: WrittenFiles,
+        commit_user: &str,
+        exactly_once_since: Option<i64>,
+        context: &Arc<TaskContext>,
+    ) -> Result<u64> {
+        let progress = StatementProgress::of(context);
+        let WrittenFiles {
+            rows: count,
+            added: mut flushed,
+            changelog,
+            index_added,
+            append_marks,
+        } = written;
         flushed.sort_by(|a, b| {
             (&a.partition, a.bucket, &a.file.file_name).cmp(&(&b.partition, b.bucket, &b.file.file_name))
         });
@@ -689,20 +745,17 @@ impl DataSink for PaimonSink {
             added: flushed,
             overwrite,
             partition_types: self.schema.partition_types(),
-            commit_user: uuid::Uuid::new_v4().to_string(),
+            commit_user: commit_user.to_string(),
             commit_identifier: i64::MAX,
             operation: Some(self.kind.operation().to_string()),
             compacted: vec![],
             changelog,
-            index_added: match &assigner {
-                Some(a) => a.write_index_files(&self.meta).await?,
-                None => vec![],
-            },
+            index_added,
             index_removed: vec![],
             row_level: None,
         };
         let mut request = request;
-        if let WriteKind::MergeRewrite(base) = &self.kind {
+        if let (WriteKind::MergeRewrite(base), Some(append_marks)) = (&self.kind, append_marks) {
             if append_marks.is_empty() && request.added.is_empty() {
                 return Ok(count);
             }
@@ -717,9 +770,17 @@ impl DataSink for PaimonSink {
             .filter(|e| e.bucket != -2)
             .map(|e| (e.partition.clone(), e.bucket))
             .collect();
-        self.metrics.write_time.add_elapsed(started);
         let commit_started = Instant::now();
-        let committed = self.meta.commit(&request).await?;
+        // A retried commit task (or a retried stage of a distributed write) finds its own
+        // snapshot and commits nothing again (Java's `filterCommitted`).
+        let earlier = match exactly_once_since {
+            Some(since) => self.meta.committed_by(commit_user, since).await?,
+            None => None,
+        };
+        let committed = match earlier {
+            Some(snapshot) => Some(snapshot),
+            None => self.meta.commit(&request).await?,
+        };
         self.metrics.commit_time.add_elapsed(commit_started);
         if committed.is_some() {
             let compaction_started = Instant::now();
@@ -734,27 +795,7 @@ impl DataSink for PaimonSink {
             compaction.after_write(touched).await?;
             self.metrics.compaction_time.add_elapsed(compaction_started);
             let expire_started = Instant::now();
-            // Paimon expires snapshots after every commit of a writer that is not write-only.
-            if !CompactSettings::new(&self.schema)?.write_only {
-                if let Some(text) = self.schema.options.get("partition.expiration-time") {
-                    let expiration = parse_duration_ms(text).ok_or_else(|| {
-                        exec_datafusion_err!(
-                            "Option 'partition.expiration-time' of table {} must be a duration such as '7 d', got '{text}'",
-                            self.table
-                        )
-                    })?;
-                    let time = PartitionTime::from_options(&self.schema.options);
-                    let now = chrono::Local::now().naive_local();
-                    expire_partitions(&self.meta, &self.schema, &self.table, expiration, &time, now).await?;
-                }
-                let options = ExpireOptions::parse(&self.table, &self.schema.options)?;
-                let now = chrono::Utc::now().timestamp_millis();
-                expire_snapshots(&self.meta, &self.schema, options, now).await?;
-                expire_changelogs(&self.meta, &self.schema, options, now).await?;
-                if let Some(auto) = AutoTags::parse(&self.table, &self.schema.options)? {
-                    auto_tags::run(&self.meta, &self.table, &auto, &self.schema.options).await?;
-                }
-            }
+            self.expire_after_commit().await?;
             self.metrics.expire_time.add_elapsed(expire_started);
         }
         Ok(count)

@@ -13,7 +13,7 @@ use arrow::util::pretty::pretty_format_batches;
 use ballista::prelude::{SessionConfigExt, SessionContextExt};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion_paimon::distributed::with_paimon_codecs;
+use datafusion_paimon::distributed::{with_paimon_codecs, with_parallel_writes};
 use datafusion_paimon::sql::{DEFAULT_CATALOG, DEFAULT_DATABASE};
 use datafusion_paimon::PaimonSession;
 
@@ -38,10 +38,13 @@ async fn ballista_session(warehouse: &str) -> PaimonSession {
         .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_DATABASE)
         .with_create_default_catalog_and_schema(false)
         .with_information_schema(true);
-    let state = SessionStateBuilder::new()
-        .with_default_features()
-        .with_config(config)
-        .build();
+    // the scheduler plans with this state: writes as parallel writers and one committer
+    let state = with_parallel_writes(
+        SessionStateBuilder::new()
+            .with_default_features()
+            .with_config(config),
+    )
+    .build();
     let ctx = SessionContext::standalone_with_state(state)
         .await
         .expect("a standalone Ballista cluster starts");

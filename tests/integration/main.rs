@@ -28,6 +28,8 @@ mod merge_model;
 mod metrics;
 mod mutated_files;
 mod object_store_s3;
+#[cfg(feature = "ballista")]
+mod parallel_writes;
 mod read_options;
 mod runtime_filter;
 mod tailing;

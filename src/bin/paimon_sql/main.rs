@@ -14,7 +14,6 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-mod cloud_stores;
 mod json_entries;
 mod planner;
 mod progress_line;
@@ -27,6 +26,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+#[cfg(feature = "ballista")]
+use ballista::prelude::{SessionConfigExt, SessionContextExt};
 use clap::Parser;
 use datafusion::common::{plan_datafusion_err, DataFusionError, Result};
 use datafusion::config::ConfigOptions;
@@ -34,16 +35,11 @@ use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_cli::object_storage::instrumented::InstrumentedObjectStoreRegistry;
-use datafusion_cli::object_storage::{
-    get_cos_object_store_builder, get_gcs_object_store_builder, get_oss_object_store_builder,
-    get_s3_object_store_builder, AwsOptions, GcpOptions,
-};
 use datafusion_cli::print_format::PrintFormat;
 use datafusion_cli::print_options::{MaxRows, PrintOptions};
 use datafusion_paimon::progress::StatementProgress;
 use datafusion_paimon::sql::{DEFAULT_CATALOG, DEFAULT_DATABASE};
-use datafusion_paimon::PaimonSession;
-use object_store::ObjectStore;
+use datafusion_paimon::{remote_store, CloudStores, PaimonSession};
 use url::Url;
 
 use crate::planner::CliPlanner;
@@ -109,6 +105,12 @@ struct Args {
     /// Colour the output.
     #[arg(long)]
     color: bool,
+
+    /// Run every statement on this Apache Ballista cluster (`df://host:port`, a scheduler
+    /// started with `paimon-scheduler`); its executors (`paimon-executor`) must reach the
+    /// warehouse too.
+    #[arg(long, value_name = "URL")]
+    ballista: Option<String>,
 }
 
 #[tokio::main]
@@ -149,7 +151,11 @@ async fn run(args: Args) -> Result<()> {
         runner.run_file(path).await?;
     }
     if args.command.is_empty() && args.file.is_empty() {
-        return repl::run(&mut runner, &args.warehouse).await;
+        let place = match &args.ballista {
+            Some(cluster) => format!("{} (Ballista cluster {cluster})", args.warehouse),
+            None => args.warehouse.clone(),
+        };
+        return repl::run(&mut runner, &place).await;
     }
     for path in &args.file {
         runner.run_file(path).await?;
@@ -171,8 +177,7 @@ async fn open_session(
     let warehouse = args.warehouse.as_str();
     prepare_local_warehouse(warehouse)?;
     let runtime = resources::configure(
-        RuntimeEnvBuilder::new()
-            .with_object_store_registry(Arc::new(cloud_stores::CloudStores::new(registry))),
+        RuntimeEnvBuilder::new().with_object_store_registry(Arc::new(CloudStores::new(registry))),
         args.memory_limit,
         args.mem_pool_type,
         args.disk_limit,
@@ -183,15 +188,28 @@ async fn open_session(
     if let Some(n) = args.batch_size {
         config = config.with_batch_size(n);
     }
-    let state = planner
-        .install(
-            SessionStateBuilder::new()
-                .with_config(config)
-                .with_runtime_env(runtime)
-                .with_default_features(),
-        )
-        .build();
-    let ctx = SessionContext::new_with_state(state).enable_url_table();
+    let builder = SessionStateBuilder::new()
+        .with_runtime_env(runtime)
+        .with_default_features();
+    let ctx = match &args.ballista {
+        // Ballista's query planner sends each statement's logical plan to the scheduler (the
+        // CLI's own planner, which watches the output of local plans, does not apply).
+        #[cfg(feature = "ballista")]
+        Some(cluster) => {
+            let config = datafusion_paimon::distributed::with_paimon_codecs(config.upgrade_for_ballista());
+            SessionContext::remote_with_state(cluster, builder.with_config(config).build())
+                .await
+                .map_err(|e| e.context(format!("Cannot connect to the Ballista cluster '{cluster}'")))?
+        }
+        #[cfg(not(feature = "ballista"))]
+        Some(_) => {
+            return Err(plan_datafusion_err!(
+                "--ballista needs paimon-sql built with feature 'ballista'"
+            ))
+        }
+        None => SessionContext::new_with_state(planner.install(builder.with_config(config)).build()),
+    }
+    .enable_url_table();
     register_remote_store(&ctx, warehouse).await?;
     PaimonSession::register(ctx, warehouse)
         .await
@@ -251,16 +269,4 @@ async fn register_remote_store(ctx: &SessionContext, warehouse: &str) -> Result<
         .map_err(|e| plan_datafusion_err!("Invalid warehouse URL '{warehouse}': {e}"))?;
     ctx.register_object_store(&base, store);
     Ok(())
-}
-
-/// The store of a cloud URL, configured from the environment; `None` for other schemes.
-pub(crate) async fn remote_store(url: &Url) -> Result<Option<Arc<dyn ObjectStore>>> {
-    let aws = AwsOptions::default();
-    Ok(Some(match url.scheme() {
-        "s3" => Arc::new(get_s3_object_store_builder(url, &aws, false).await?.build()?),
-        "oss" => Arc::new(get_oss_object_store_builder(url, &aws)?.build()?),
-        "cos" => Arc::new(get_cos_object_store_builder(url, &aws)?.build()?),
-        "gs" | "gcs" => Arc::new(get_gcs_object_store_builder(url, &GcpOptions::default())?.build()?),
-        _ => return Ok(None),
-    }))
 }

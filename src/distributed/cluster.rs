@@ -1,0 +1,52 @@
+//! What a Paimon Ballista cluster's processes share: the session config with the Paimon codecs,
+//! the scheduler's planning state (Ballista's, plus [`ParallelWrites`]) and the object stores
+//! executors open warehouses with. `paimon-scheduler` and `paimon-executor` are built from
+//! these; a Rust program embedding a scheduler or executor uses them the same way.
+
+use std::sync::Arc;
+
+use ballista::prelude::SessionConfigExt;
+use datafusion::common::Result;
+use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
+use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
+use datafusion::prelude::SessionConfig;
+
+use super::{with_paimon_codecs, ParallelWrites};
+
+/// Ballista's session config with the Paimon codecs installed.
+pub fn cluster_config() -> SessionConfig {
+    with_paimon_codecs(SessionConfig::new_with_ballista())
+}
+
+/// The state a scheduler plans a session's statements with: Ballista's default (its optimizer
+/// rules and functions) on `runtime`, with Paimon writes planned as parallel writers and one
+/// committer.
+pub fn scheduler_state(config: SessionConfig, runtime: Arc<RuntimeEnv>) -> Result<SessionState> {
+    let state = ballista_core::utils::default_session_builder(config)?;
+    Ok(with_parallel_writes(SessionStateBuilder::new_from_existing(state).with_runtime_env(runtime)).build())
+}
+
+/// `builder` with [`ParallelWrites`] after its physical optimizer rules (call it after the
+/// default features are in).
+pub fn with_parallel_writes(builder: SessionStateBuilder) -> SessionStateBuilder {
+    builder.with_physical_optimizer_rule(Arc::new(ParallelWrites))
+}
+
+/// A runtime whose object stores are `registry`'s (say, [`crate::CloudStores`] building cloud
+/// stores from the environment), spilling to `temp_dir` if given.
+pub fn cluster_runtime(
+    registry: Arc<dyn ObjectStoreRegistry>,
+    temp_dir: Option<&str>,
+) -> Result<Arc<RuntimeEnv>> {
+    let mut builder = RuntimeEnvBuilder::new().with_object_store_registry(registry);
+    if let Some(dir) = temp_dir {
+        builder = builder.with_temp_file_path(dir);
+    }
+    Ok(Arc::new(builder.build()?))
+}
+
+/// An empty registry to put cloud stores in front of.
+pub fn default_registry() -> Arc<dyn ObjectStoreRegistry> {
+    Arc::new(DefaultObjectStoreRegistry::new())
+}

@@ -1,0 +1,172 @@
+//! A writer task's [`WrittenFiles`] as rows, so a distributed write can send them from its
+//! writer tasks to the one committer through an ordinary shuffle (as Paimon's Flink writers
+//! send `CommitMessage`s to the committer operator).
+//!
+//! One row per file, its manifest (or index-manifest) entry as an Avro datum in the layout the
+//! manifests use, plus one row carrying the writer's row count:
+//!
+//! ```text
+//! rows: UInt64 | kind: Utf8 ("rows", "data", "changelog", "index") | entry: Binary
+//! ```
+
+use std::io::Cursor;
+use std::sync::{Arc, LazyLock};
+
+use arrow::array::{Array, AsArray, BinaryBuilder, RecordBatch, StringBuilder, UInt64Builder};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
+use datafusion::common::{exec_datafusion_err, exec_err, Result};
+
+use super::sink::WrittenFiles;
+use crate::spec::manifest_write::{INDEX_MANIFEST_SCHEMA, MANIFEST_SCHEMA};
+use crate::spec::{IndexManifestEntry, ManifestEntry};
+
+/// The schema of commit-message rows.
+pub(crate) static MESSAGE_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("rows", DataType::UInt64, true),
+        Field::new("kind", DataType::Utf8, false),
+        Field::new("entry", DataType::Binary, true),
+    ]))
+});
+
+const ROWS: &str = "rows";
+const DATA: &str = "data";
+const CHANGELOG: &str = "changelog";
+const INDEX: &str = "index";
+
+impl WrittenFiles {
+    /// These files as commit-message rows.
+    pub(crate) fn to_message_batch(&self) -> Result<RecordBatch> {
+        let n = 1 + self.added.len() + self.changelog.len() + self.index_added.len();
+        let mut rows = UInt64Builder::with_capacity(n);
+        let mut kinds = StringBuilder::with_capacity(n, n * 8);
+        let mut entries = BinaryBuilder::with_capacity(n, n * 512);
+        rows.append_value(self.rows);
+        kinds.append_value(ROWS);
+        entries.append_null();
+        let data = |e: &ManifestEntry| apache_avro::to_avro_datum(&MANIFEST_SCHEMA, e.to_avro());
+        for (kind, list) in [(DATA, &self.added), (CHANGELOG, &self.changelog)] {
+            for entry in list {
+                rows.append_null();
+                kinds.append_value(kind);
+                entries.append_value(data(entry).map_err(|e| exec_datafusion_err!("{e}"))?);
+            }
+        }
+        for entry in &self.index_added {
+            rows.append_null();
+            kinds.append_value(INDEX);
+            let bytes = apache_avro::to_avro_datum(&INDEX_MANIFEST_SCHEMA, entry.to_avro())
+                .map_err(|e| exec_datafusion_err!("{e}"))?;
+            entries.append_value(bytes);
+        }
+        Ok(RecordBatch::try_new(
+            Arc::clone(&MESSAGE_SCHEMA),
+            vec![
+                Arc::new(rows.finish()),
+                Arc::new(kinds.finish()),
+                Arc::new(entries.finish()),
+            ],
+        )?)
+    }
+
+    /// Adds the files of commit-message rows (from [`Self::to_message_batch`]) to these.
+    pub(crate) fn add_message_batch(&mut self, batch: &RecordBatch, table: &str) -> Result<()> {
+        if batch.num_columns() != 3 {
+            return exec_err!(
+                "A commit message of table {table} has {} columns, not 3",
+                batch.num_columns()
+            );
+        }
+        let rows = batch.column(0).as_primitive_opt::<UInt64Type>();
+        let kinds = batch.column(1).as_string_opt::<i32>();
+        let entries = batch.column(2).as_binary_opt::<i32>();
+        let (Some(rows), Some(kinds), Some(entries)) = (rows, kinds, entries) else {
+            return exec_err!("A commit message of table {table} has columns of the wrong types");
+        };
+        let what = format!("a commit message of table {table}");
+        for i in 0..batch.num_rows() {
+            let kind = kinds.value(i);
+            if kind == ROWS {
+                self.rows += rows.value(i);
+                continue;
+            }
+            if entries.is_null(i) {
+                return exec_err!("{what} has a {kind} row without an entry");
+            }
+            let mut bytes = Cursor::new(entries.value(i));
+            let schema = if kind == INDEX {
+                &*INDEX_MANIFEST_SCHEMA
+            } else {
+                &*MANIFEST_SCHEMA
+            };
+            let value = apache_avro::from_avro_datum(schema, &mut bytes, None)
+                .map_err(|e| exec_datafusion_err!("Invalid entry in {what}: {e}"))?;
+            match kind {
+                DATA => self.added.push(ManifestEntry::from_avro(&value, &what)?),
+                CHANGELOG => self.changelog.push(ManifestEntry::from_avro(&value, &what)?),
+                INDEX => self
+                    .index_added
+                    .push(IndexManifestEntry::from_avro(&value, &what)?),
+                other => return exec_err!("{what} has an unknown kind '{other}'"),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::{DataFileMeta, FileKind};
+
+    fn entry(name: &str, bucket: i32) -> ManifestEntry {
+        ManifestEntry {
+            kind: FileKind::Add,
+            partition: vec![0, 0, 0, 0],
+            bucket,
+            total_buckets: 4,
+            file: DataFileMeta {
+                file_name: name.to_string(),
+                file_size: 123,
+                row_count: 7,
+                min_key: vec![1, 2],
+                max_key: vec![3, 4],
+                key_stats: Default::default(),
+                value_stats: Default::default(),
+                min_sequence_number: 3,
+                max_sequence_number: 9,
+                schema_id: 0,
+                level: 0,
+                extra_files: vec![],
+                creation_time: Some(1_700_000_000_000),
+                delete_row_count: Some(0),
+                embedded_index: None,
+                file_source: Some(0),
+                value_stats_cols: None,
+                external_path: None,
+                first_row_id: None,
+                write_cols: None,
+            },
+        }
+    }
+
+    #[test]
+    fn messages_carry_files_and_row_counts_through_rows() {
+        let written = WrittenFiles {
+            rows: 42,
+            added: vec![entry("data-a.parquet", 1), entry("data-b.parquet", 3)],
+            changelog: vec![entry("changelog-c.parquet", 1)],
+            index_added: vec![],
+            append_marks: None,
+        };
+        let batch = written.to_message_batch().unwrap();
+        assert_eq!(batch.num_rows(), 4);
+        let mut back = WrittenFiles::default();
+        back.add_message_batch(&batch, "t").unwrap();
+        back.add_message_batch(&batch, "t").unwrap();
+        assert_eq!(back.rows, 84);
+        assert_eq!(back.added.len(), 4);
+        assert_eq!(back.added[1], written.added[1]);
+        assert_eq!(back.changelog[0], written.changelog[0]);
+    }
+}

@@ -1,0 +1,466 @@
+//! A write split over parallel writer tasks and one committer, as Paimon's Flink sink is
+//! built (writers per bucket, one committer operator). A distributed INSERT, INSERT OVERWRITE,
+//! DELETE, UPDATE or MERGE into a primary-key table runs as:
+//!
+//! ```text
+//! PaimonCommitExec        1 task: one snapshot of every writer's files, exactly once
+//!                         (commitUser + the statement's start), then compaction and expiration
+//!   CoalescePartitionsExec
+//!     PaimonWriteExec     a task per partition: writes the level-0 (and input changelog)
+//!                         files of the buckets routed to it; returns them as commit messages
+//!       RepartitionExec   hash of (partition columns, bucket): each bucket in one writer
+//!         PaimonBucketExec  Paimon's bucket of every row, as one more column
+//!           input
+//! ```
+//!
+//! [`FanOut`] says how a table's rows may be split: by Paimon bucket (fixed buckets), by
+//! partition (dynamic buckets: one assigner per partition keeps a key in its bucket), by key
+//! (postponed buckets: a key's versions keep their order), any way (bucket-unaware append
+//! tables), or not at all. `distributed::ParallelWrites` builds the plan; the nodes know
+//! nothing about Ballista.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use arrow::array::{Int32Array, RecordBatch, UInt64Array};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{exec_datafusion_err, internal_err, Result};
+use datafusion::datasource::sink::DataSink;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, Partitioning, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::MetricsSet;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, Distribution, ExecutionPlan, ExecutionPlanProperties, PlanProperties,
+};
+use futures::{StreamExt, TryStreamExt};
+
+use super::commit_message::MESSAGE_SCHEMA;
+use super::routing::BucketMode;
+use super::sink::{PaimonSink, WriteKind, WrittenFiles};
+use crate::spec::bucket::fixed_buckets;
+
+/// The column [`PaimonBucketExec`] appends: the row's Paimon bucket.
+pub(crate) const BUCKET_COLUMN: &str = "__paimon_bucket";
+
+/// How the rows of a write may be split over writer tasks.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum FanOut {
+    /// Fixed buckets: by (these partition columns, Paimon's bucket).
+    Buckets { partition_columns: Vec<usize> },
+    /// By the hash of these input columns.
+    Columns(Vec<usize>),
+    /// Any split (bucket-unaware append tables: each writer writes its own files).
+    Any,
+    /// One writer task (dynamic buckets without partitions, cross-partition upserts).
+    Single,
+    /// Not split into writers and a committer: metadata-only deletes and MERGE into an append
+    /// table (it rewrites the files it read) keep their one-task sink.
+    None,
+}
+
+impl PaimonSink {
+    /// How this write's rows may be split over writer tasks.
+    pub(crate) fn fan_out(&self) -> Result<FanOut> {
+        if matches!(
+            self.kind,
+            WriteKind::Truncate | WriteKind::DropPartitions(_) | WriteKind::MergeRewrite(_)
+        ) {
+            return Ok(FanOut::None);
+        }
+        let routing = self.routing()?;
+        Ok(match routing.buckets {
+            BucketMode::Fixed(_) => FanOut::Buckets {
+                partition_columns: routing.partition_columns,
+            },
+            BucketMode::Unaware => FanOut::Any,
+            BucketMode::Postpone => FanOut::Columns(routing.key_columns),
+            BucketMode::Dynamic if !self.cross_partition_keys().is_empty() => FanOut::Single,
+            BucketMode::Dynamic if routing.partition_columns.is_empty() => FanOut::Single,
+            BucketMode::Dynamic => FanOut::Columns(routing.partition_columns),
+        })
+    }
+
+    fn table_name(&self) -> &str {
+        &self.table
+    }
+
+    /// The same sink (same table, schema and write) with metrics of its own: the nodes of a
+    /// parallel write share it.
+    pub(crate) fn duplicate(&self) -> Result<PaimonSink> {
+        PaimonSink::try_new(
+            self.table.clone(),
+            Arc::clone(&self.meta),
+            Arc::clone(&self.schema),
+            self.kind.clone(),
+        )
+    }
+}
+
+/// The sink a parallel-write node works for (it is a [`PaimonSink`]).
+fn paimon(sink: &Arc<dyn DataSink>) -> Result<&PaimonSink> {
+    sink.downcast_ref::<PaimonSink>()
+        .ok_or_else(|| exec_datafusion_err!("A parallel Paimon write needs a Paimon sink"))
+}
+
+fn properties(schema: SchemaRef, partitions: usize) -> Arc<PlanProperties> {
+    Arc::new(PlanProperties::new(
+        EquivalenceProperties::new(schema),
+        Partitioning::UnknownPartitioning(partitions),
+        EmissionType::Final,
+        Boundedness::Bounded,
+    ))
+}
+
+/// Appends [`BUCKET_COLUMN`], each row's bucket by Paimon's hash of its bucket key (the table's
+/// columns come first in the input; a MERGE's kind column may follow).
+#[derive(Debug)]
+pub struct PaimonBucketExec {
+    input: Arc<dyn ExecutionPlan>,
+    sink: Arc<dyn DataSink>,
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+}
+
+impl PaimonBucketExec {
+    pub(crate) fn try_new(input: Arc<dyn ExecutionPlan>, sink: Arc<dyn DataSink>) -> Result<Self> {
+        let mut fields: Vec<Arc<Field>> = input.schema().fields().iter().cloned().collect();
+        fields.push(Arc::new(Field::new(BUCKET_COLUMN, DataType::Int32, false)));
+        let schema = Arc::new(Schema::new(fields));
+        let partitions = input.output_partitioning().partition_count();
+        let properties = properties(Arc::clone(&schema), partitions);
+        paimon(&sink)?;
+        Ok(PaimonBucketExec {
+            input,
+            sink,
+            schema,
+            properties,
+        })
+    }
+
+    pub(crate) fn sink(&self) -> &Arc<dyn DataSink> {
+        &self.sink
+    }
+}
+
+impl DisplayAs for PaimonBucketExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let table = paimon(&self.sink).map(PaimonSink::table_name).unwrap_or("?");
+        write!(f, "PaimonBucketExec: table={table}")
+    }
+}
+
+impl ExecutionPlan for PaimonBucketExec {
+    fn name(&self) -> &str {
+        "PaimonBucketExec"
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn maintains_input_order(&self) -> Vec<bool> {
+        vec![true]
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        match (children.pop(), children.is_empty()) {
+            (Some(input), true) => Ok(Arc::new(Self::try_new(input, Arc::clone(&self.sink))?)),
+            _ => internal_err!("PaimonBucketExec takes one input"),
+        }
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        let sink = Arc::clone(&self.sink);
+        let schema = Arc::clone(&self.schema);
+        let input = self.input.execute(partition, context)?;
+        let stream = input.map(move |batch| {
+            let batch = batch?;
+            let sink = paimon(&sink)?;
+            let routing = sink.routing()?;
+            let BucketMode::Fixed(n) = routing.buckets else {
+                return internal_err!("PaimonBucketExec runs for tables with fixed buckets only");
+            };
+            // Paimon hashes the bucket key in the table's types: cast as the writer will.
+            let key_columns = routing
+                .bucket_columns
+                .iter()
+                .map(|&c| {
+                    let target = sink.schema.fields[c].data_type.to_arrow();
+                    let column = batch.column(c);
+                    let column = if column.data_type() == &target {
+                        Arc::clone(column)
+                    } else {
+                        cast(column, &target)?
+                    };
+                    Ok((sink.schema.fields[c].name.clone(), column))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let keys = RecordBatch::try_from_iter(key_columns)?;
+            let positions: Vec<usize> = (0..keys.num_columns()).collect();
+            let buckets = fixed_buckets(&keys, &positions, n)?;
+            let mut columns = batch.columns().to_vec();
+            columns.push(Arc::new(Int32Array::from(buckets)));
+            Ok(RecordBatch::try_new(Arc::clone(&schema), columns)?)
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&self.schema),
+            stream,
+        )))
+    }
+}
+
+/// One writer task per partition: writes the files of the rows it gets (a set of whole
+/// buckets) and returns them as commit messages ([`MESSAGE_SCHEMA`]); commits nothing.
+#[derive(Debug)]
+pub struct PaimonWriteExec {
+    input: Arc<dyn ExecutionPlan>,
+    sink: Arc<dyn DataSink>,
+    properties: Arc<PlanProperties>,
+}
+
+impl PaimonWriteExec {
+    pub(crate) fn try_new(input: Arc<dyn ExecutionPlan>, sink: Arc<dyn DataSink>) -> Result<Self> {
+        paimon(&sink)?;
+        let partitions = input.output_partitioning().partition_count();
+        Ok(PaimonWriteExec {
+            properties: properties(Arc::clone(&MESSAGE_SCHEMA), partitions),
+            input,
+            sink,
+        })
+    }
+
+    pub(crate) fn sink(&self) -> &Arc<dyn DataSink> {
+        &self.sink
+    }
+}
+
+impl DisplayAs for PaimonWriteExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let table = paimon(&self.sink).map(PaimonSink::table_name).unwrap_or("?");
+        write!(f, "PaimonWriteExec: table={table}")
+    }
+}
+
+impl ExecutionPlan for PaimonWriteExec {
+    fn name(&self) -> &str {
+        "PaimonWriteExec"
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        vec![false]
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        match (children.pop(), children.is_empty()) {
+            (Some(input), true) => Ok(Arc::new(Self::try_new(input, Arc::clone(&self.sink))?)),
+            _ => internal_err!("PaimonWriteExec takes one input"),
+        }
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        self.sink.metrics()
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        let input = self.input.execute(partition, Arc::clone(&context))?;
+        // the bucket column, if routed by bucket, is the writer's no more
+        let input_schema = self.input.schema();
+        let bucketed = input_schema
+            .fields()
+            .last()
+            .is_some_and(|f| f.name() == BUCKET_COLUMN);
+        let rows: SendableRecordBatchStream = if bucketed {
+            let keep: Vec<usize> = (0..input_schema.fields().len() - 1).collect();
+            let schema = Arc::new(input_schema.project(&keep)?);
+            let stream = input.map(move |batch| Ok(batch?.project(&keep)?));
+            Box::pin(RecordBatchStreamAdapter::new(schema, stream))
+        } else {
+            input
+        };
+        let sink = Arc::clone(&self.sink);
+        let messages = futures::stream::once(async move {
+            let written = paimon(&sink)?.write_files(rows, &context).await?;
+            written.to_message_batch()
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&MESSAGE_SCHEMA),
+            messages,
+        )))
+    }
+}
+
+/// The committer: takes every writer's commit messages (one partition) and commits them as
+/// one snapshot under `commit_user`, unless a snapshot of `commit_user` since `started_millis`
+/// shows it already did (a retried task or stage); then what follows a write. Returns the
+/// statement's row count, as `DataSinkExec` does.
+#[derive(Debug)]
+pub struct PaimonCommitExec {
+    input: Arc<dyn ExecutionPlan>,
+    sink: Arc<dyn DataSink>,
+    commit_user: String,
+    started_millis: i64,
+    properties: Arc<PlanProperties>,
+}
+
+impl PaimonCommitExec {
+    pub(crate) fn try_new(
+        input: Arc<dyn ExecutionPlan>,
+        sink: Arc<dyn DataSink>,
+        commit_user: String,
+        started_millis: i64,
+    ) -> Result<Self> {
+        paimon(&sink)?;
+        Ok(PaimonCommitExec {
+            properties: properties(count_schema(), 1),
+            input,
+            sink,
+            commit_user,
+            started_millis,
+        })
+    }
+
+    /// A committer for a statement planned now, with a fresh commit user.
+    pub(crate) fn for_new_statement(input: Arc<dyn ExecutionPlan>, sink: Arc<dyn DataSink>) -> Result<Self> {
+        let started = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        Self::try_new(input, sink, uuid::Uuid::new_v4().to_string(), started)
+    }
+
+    pub(crate) fn sink(&self) -> &Arc<dyn DataSink> {
+        &self.sink
+    }
+
+    /// The commit user and the statement's start (epoch millis).
+    pub(crate) fn commit_identity(&self) -> (&str, i64) {
+        (&self.commit_user, self.started_millis)
+    }
+}
+
+/// DML statements report the rows they took in one `count` column (as `DataSinkExec`).
+fn count_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new("count", DataType::UInt64, false)]))
+}
+
+impl DisplayAs for PaimonCommitExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let table = paimon(&self.sink).map(PaimonSink::table_name).unwrap_or("?");
+        write!(
+            f,
+            "PaimonCommitExec: table={table}, commit_user={}",
+            self.commit_user
+        )
+    }
+}
+
+impl ExecutionPlan for PaimonCommitExec {
+    fn name(&self) -> &str {
+        "PaimonCommitExec"
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![&self.input]
+    }
+
+    fn required_input_distribution(&self) -> Vec<Distribution> {
+        vec![Distribution::SinglePartition]
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        match (children.pop(), children.is_empty()) {
+            (Some(input), true) => Ok(Arc::new(Self::try_new(
+                input,
+                Arc::clone(&self.sink),
+                self.commit_user.clone(),
+                self.started_millis,
+            )?)),
+            _ => internal_err!("PaimonCommitExec takes one input"),
+        }
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        self.sink.metrics()
+    }
+
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        if partition != 0 {
+            return internal_err!("PaimonCommitExec has one partition, asked for {partition}");
+        }
+        let partitions = self.input.output_partitioning().partition_count();
+        let inputs = (0..partitions)
+            .map(|p| self.input.execute(p, Arc::clone(&context)))
+            .collect::<Result<Vec<_>>>()?;
+        let sink = Arc::clone(&self.sink);
+        let (user, started) = (self.commit_user.clone(), self.started_millis);
+        let stream = futures::stream::once(async move {
+            let sink = paimon(&sink)?;
+            let mut written = WrittenFiles::default();
+            for input in inputs {
+                let batches: Vec<RecordBatch> = input.try_collect().await?;
+                for batch in &batches {
+                    written.add_message_batch(batch, &sink.table)?;
+                }
+            }
+            let count = sink
+                .commit_written(written, &user, Some(started), &context)
+                .await?;
+            Ok(RecordBatch::try_new(
+                count_schema(),
+                vec![Arc::new(UInt64Array::from(vec![count]))],
+            )?)
+        });
+        Ok(Box::pin(RecordBatchStreamAdapter::new(count_schema(), stream)))
+    }
+}

@@ -1,0 +1,241 @@
+//! Writes planned as parallel writers and one committer (`distributed::ParallelWrites`, what a
+//! Ballista scheduler plans with), run in one process: every table layout ends with the same
+//! rows as the one-task sink writes, one write snapshot per statement, and a commit run twice
+//! (a retried commit task or stage) commits once.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::util::pretty::pretty_format_batches;
+use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::physical_plan::collect;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_paimon::distributed::{with_parallel_writes, PaimonPhysicalCodec};
+use datafusion_paimon::sql::{DEFAULT_CATALOG, DEFAULT_DATABASE};
+use datafusion_paimon::PaimonSession;
+use datafusion_proto::bytes::{
+    physical_plan_from_bytes_with_extension_codec, physical_plan_to_bytes_with_extension_codec,
+};
+
+use crate::run_sql;
+
+fn sorted_rows(batches: &[RecordBatch]) -> Vec<String> {
+    let text = pretty_format_batches(batches).expect("printable").to_string();
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(1)
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+async fn parallel_session(warehouse: &str) -> PaimonSession {
+    let config = SessionConfig::new()
+        .with_target_partitions(4)
+        .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_DATABASE)
+        .with_create_default_catalog_and_schema(false)
+        .with_information_schema(true);
+    let state = with_parallel_writes(
+        SessionStateBuilder::new()
+            .with_default_features()
+            .with_config(config),
+    )
+    .build();
+    PaimonSession::register(SessionContext::new_with_state(state), warehouse)
+        .await
+        .expect("the warehouse opens")
+}
+
+async fn count(session: &PaimonSession, sql: &str) -> i64 {
+    use arrow::array::AsArray;
+    let batches = run_sql(session, sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    batches[0]
+        .column(0)
+        .as_primitive::<arrow::datatypes::Int64Type>()
+        .value(0)
+}
+
+/// Each table layout takes the same statements in two warehouses, one written by the one-task
+/// sink and one by parallel writers: the tables end equal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parallel_writers_write_what_one_sink_writes() {
+    let layouts = [
+        // fixed buckets, partitioned, input changelog
+        "CREATE TABLE t (k BIGINT, p INT, v STRING, PRIMARY KEY (k, p) NOT ENFORCED) PARTITIONED BY (p) \
+         WITH ('bucket' = '4', 'changelog-producer' = 'input')",
+        // fixed buckets with a bucket key of another type than the input's (INT from BIGINT)
+        "CREATE TABLE t (k INT, p INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '3')",
+        // dynamic buckets: one assigner per partition
+        "CREATE TABLE t (k BIGINT, p INT, v STRING, PRIMARY KEY (k, p) NOT ENFORCED) PARTITIONED BY (p) \
+         WITH ('bucket' = '-1', 'dynamic-bucket.target-row-num' = '300')",
+        // dynamic buckets without partitions: one writer
+        "CREATE TABLE t (k BIGINT, p INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) \
+         WITH ('dynamic-bucket.target-row-num' = '300')",
+        // postponed buckets, then compacted
+        "CREATE TABLE t (k BIGINT, p INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '-2')",
+        // lookup changelog: level-0 compaction after each write
+        "CREATE TABLE t (k BIGINT, p INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) \
+         WITH ('bucket' = '2', 'changelog-producer' = 'lookup')",
+        // an append table without buckets
+        "CREATE TABLE t (k BIGINT, p INT, v STRING)",
+    ];
+    for create in layouts {
+        let one = tempfile::tempdir().unwrap();
+        let many = tempfile::tempdir().unwrap();
+        let one = PaimonSession::open(one.path().to_str().unwrap()).await.unwrap();
+        let many_warehouse = many.path().to_str().unwrap().to_string();
+        let local = PaimonSession::open(&many_warehouse).await.unwrap();
+        let parallel = parallel_session(&many_warehouse).await;
+        for session in [&one, &local] {
+            run_sql(session, create).await.unwrap();
+            run_sql(
+                session,
+                "CREATE TABLE src (k BIGINT, p INT, v STRING) WITH ('bucket' = '-1')",
+            )
+            .await
+            .unwrap();
+            run_sql(
+                session,
+                "INSERT INTO src SELECT value, CAST(value % 3 AS INT), concat('v', value) FROM generate_series(1, 3000)",
+            )
+            .await
+            .unwrap();
+        }
+        let mut statements = vec![
+            "INSERT INTO t SELECT * FROM src",
+            "INSERT INTO t SELECT k, p, 'second' FROM src WHERE k % 4 = 0",
+        ];
+        if create.contains("PRIMARY KEY") {
+            statements.push("DELETE FROM t WHERE k % 10 = 3");
+            statements.push("UPDATE t SET v = 'updated' WHERE k % 10 = 5");
+            statements.push(
+                "MERGE INTO t USING (SELECT k, p FROM src WHERE k % 100 = 7) s ON t.k = s.k AND t.p = s.p \
+                 WHEN MATCHED THEN DELETE",
+            );
+        }
+        if create.contains("'-2'") {
+            statements.push("CALL sys.compact('default.t')");
+        }
+        for sql in &statements {
+            run_sql(&one, sql)
+                .await
+                .unwrap_or_else(|e| panic!("{create}\n{sql}: {e}"));
+            run_sql(&parallel, sql)
+                .await
+                .unwrap_or_else(|e| panic!("{create}\nparallel {sql}: {e}"));
+        }
+        let query = "SELECT p, v, count(*), sum(k) FROM t GROUP BY p, v";
+        let expected = sorted_rows(&run_sql(&one, query).await.unwrap());
+        assert!(!expected.is_empty());
+        assert_eq!(
+            sorted_rows(&run_sql(&local, query).await.unwrap()),
+            expected,
+            "{create}"
+        );
+        // one write snapshot per statement (compactions may follow them, as locally)
+        let writes = "SELECT count(*) FROM t$snapshots WHERE commit_kind <> 'COMPACT'";
+        assert_eq!(count(&local, writes).await, count(&one, writes).await, "{create}");
+        if create.contains("changelog-producer") {
+            // the changelog rows of every write, as the one-task sink produced them
+            let changes = |latest: i64| {
+                format!(
+                    "SELECT rowkind, p, v, count(*), sum(k) FROM \
+                     paimon_incremental_query('default.t$audit_log', 0, {latest}) GROUP BY rowkind, p, v"
+                )
+            };
+            let latest = "SELECT max(snapshot_id) FROM t$snapshots";
+            let expected = sorted_rows(&run_sql(&one, &changes(count(&one, latest).await)).await.unwrap());
+            let actual = sorted_rows(
+                &run_sql(&local, &changes(count(&local, latest).await))
+                    .await
+                    .unwrap(),
+            );
+            assert_eq!(actual, expected, "{create}");
+        }
+    }
+}
+
+/// A commit run again (Ballista retrying the commit task, or the stages before it) finds its
+/// own snapshot and commits nothing twice; the second run's files are orphans that
+/// `remove_orphan_files` takes away, leaving the table as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_commit_run_twice_commits_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().to_str().unwrap().to_string();
+    let session = parallel_session(&warehouse).await;
+    for sql in [
+        "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '4', 'write-only' = 'true')",
+        "INSERT INTO t VALUES (1, 'a'), (2, 'b')",
+    ] {
+        run_sql(&session, sql).await.unwrap();
+    }
+    let frame = session
+        .sql("INSERT INTO t VALUES (1, 'x'), (3, 'c'), (4, 'd'), (5, 'e'), (6, 'f')")
+        .await
+        .unwrap();
+    let plan = frame.create_physical_plan().await.unwrap();
+    let shown = datafusion::physical_plan::displayable(plan.as_ref())
+        .indent(true)
+        .to_string();
+    assert!(
+        shown.contains("PaimonCommitExec") && shown.contains("PaimonWriteExec"),
+        "{shown}"
+    );
+    // each run decodes the plan as an executor does (same commit user), and runs it all
+    let codec = PaimonPhysicalCodec;
+    let bytes = physical_plan_to_bytes_with_extension_codec(Arc::clone(&plan), &codec).unwrap();
+    for _ in 0..3 {
+        let ctx = session.context().task_ctx();
+        let plan = physical_plan_from_bytes_with_extension_codec(&bytes, &ctx, &codec).unwrap();
+        let counts = collect(plan, ctx).await.unwrap();
+        assert_eq!(sorted_rows(&counts), vec!["| 5     |".to_string()]);
+    }
+    assert_eq!(count(&session, "SELECT count(*) FROM t$snapshots").await, 2);
+    assert_eq!(count(&session, "SELECT count(*) FROM t").await, 6);
+    let files = || walk(&dir.path().join("default.db/t"));
+    let before = files();
+    run_sql(
+        &session,
+        "CALL sys.remove_orphan_files('default.t', '2999-01-01 00:00:00')",
+    )
+    .await
+    .unwrap();
+    let after = files();
+    // the files of two of the three runs went; the committed ones stay
+    assert!(after < before, "{after} files left of {before}");
+    assert_eq!(
+        sorted_rows(&run_sql(&session, "SELECT k, v FROM t").await.unwrap()),
+        [
+            "| 1 | x |",
+            "| 2 | b |",
+            "| 3 | c |",
+            "| 4 | d |",
+            "| 5 | e |",
+            "| 6 | f |"
+        ]
+        .map(String::from)
+        .to_vec()
+    );
+}
+
+fn walk(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| {
+                    let path = e.path();
+                    if path.is_dir() {
+                        walk(&path)
+                    } else {
+                        usize::from(path.extension().is_some_and(|x| x == "parquet"))
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
