@@ -22,9 +22,18 @@ pub fn cluster_config() -> SessionConfig {
 /// The state a scheduler plans a session's statements with: Ballista's default (its optimizer
 /// rules and functions) on `runtime`, with Paimon writes planned as parallel writers and one
 /// committer.
+///
+/// Ballista 55's adaptive planner (AQE) plans with a fixed list of physical optimizer rules of
+/// its own, which would leave a Paimon write one task; the static planner is used instead.
 pub fn scheduler_state(config: SessionConfig, runtime: Arc<RuntimeEnv>) -> Result<SessionState> {
-    let state = ballista_core::utils::default_session_builder(config)?;
+    let state = ballista_core::utils::default_session_builder(static_planning(config))?;
     Ok(with_parallel_writes(SessionStateBuilder::new_from_existing(state).with_runtime_env(runtime)).build())
+}
+
+/// `config` planned by Ballista's static planner, which applies the session's physical optimizer
+/// rules ([`ParallelWrites`] among them); its adaptive planner does not.
+pub fn static_planning(config: SessionConfig) -> SessionConfig {
+    config.with_ballista_adaptive_query_planner(false)
 }
 
 /// `builder` with [`ParallelWrites`] after its physical optimizer rules (call it after the

@@ -4,6 +4,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
+use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use datafusion::catalog::TableProvider;
 use datafusion::common::{exec_datafusion_err, internal_err, not_impl_err, Result, TableReference};
@@ -22,6 +23,7 @@ use crate::changelog::ChangelogNormalizeExec;
 use crate::meta::OverwriteScope;
 use crate::scan::{PaimonIncrementalScanExec, PaimonScanExec};
 use crate::spec::TableSchema;
+use crate::system_tables::ReadOnlyTable;
 use crate::table::{open_meta, PaimonTable, ScanKind, ScanOrigin, TableRecipe};
 use crate::write::{PaimonBucketExec, PaimonCommitExec, PaimonSink, PaimonWriteExec, WriteKind};
 
@@ -36,6 +38,39 @@ pub struct PaimonLogicalCodec {
 
 /// Prefix of a Paimon table payload.
 const TABLE_MAGIC: &[u8] = b"paimon-table:";
+
+/// Prefix of a metadata table's payload: its name, then its rows (read on the client when
+/// the statement was planned, as a local session reads them) as an Arrow IPC stream.
+const ROWS_MAGIC: &[u8] = b"paimon-rows:";
+
+fn encode_rows(name: &str, schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    buf.extend((name.len() as u32).to_le_bytes());
+    buf.extend(name.as_bytes());
+    let mut writer = arrow::ipc::writer::StreamWriter::try_new(&mut buf, schema)?;
+    for batch in batches {
+        writer.write(batch)?;
+    }
+    writer.finish()?;
+    drop(writer);
+    Ok(buf)
+}
+
+fn decode_rows(buf: &[u8], table_ref: &TableReference) -> Result<Arc<dyn TableProvider>> {
+    let invalid = || exec_datafusion_err!("Invalid rows of system table {table_ref} in a serialized plan");
+    let len = u32::from_le_bytes(
+        buf.get(..4)
+            .ok_or_else(invalid)?
+            .try_into()
+            .map_err(|_| invalid())?,
+    ) as usize;
+    let name = std::str::from_utf8(buf.get(4..4 + len).ok_or_else(invalid)?).map_err(|_| invalid())?;
+    let reader = arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(&buf[4 + len..]), None)?;
+    let schema = reader.schema();
+    let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
+    let memory = datafusion::datasource::MemTable::try_new(schema, vec![batches])?;
+    Ok(Arc::new(ReadOnlyTable::new(name.to_string(), Arc::new(memory))))
+}
 
 impl PaimonLogicalCodec {
     /// Paimon tables first, then `inner` (Ballista's own codec, say).
@@ -76,6 +111,9 @@ impl LogicalExtensionCodec for PaimonLogicalCodec {
         schema: SchemaRef,
         ctx: &TaskContext,
     ) -> Result<Arc<dyn TableProvider>> {
+        if let Some(rows) = buf.strip_prefix(ROWS_MAGIC) {
+            return decode_rows(rows, table_ref);
+        }
         let Some(recipe) = buf.strip_prefix(TABLE_MAGIC) else {
             return self.inner.try_decode_table_provider(buf, table_ref, schema, ctx);
         };
@@ -89,14 +127,22 @@ impl LogicalExtensionCodec for PaimonLogicalCodec {
         node: Arc<dyn TableProvider>,
         buf: &mut Vec<u8>,
     ) -> Result<()> {
+        if let Some(system) = node.downcast_ref::<ReadOnlyTable>() {
+            if let Some((name, schema, batches)) = system.rows() {
+                buf.extend_from_slice(ROWS_MAGIC);
+                buf.extend(encode_rows(name, &schema, &batches)?);
+                return Ok(());
+            }
+        }
         let Some(table) = (node.as_ref() as &dyn Any).downcast_ref::<PaimonTable>() else {
             return self
                 .inner
                 .try_encode_table_provider(table_ref, node, buf)
                 .map_err(|e| {
                     e.context(format!(
-                        "Table {table_ref} cannot be sent to Ballista: of the Paimon catalog, only \
-                     tables and their $audit_log, $binlog and $ro views are distributable"
+                        "Table {table_ref} cannot be sent to Ballista: of the Paimon catalog, tables, \
+                         their views and metadata tables are distributable; table functions other \
+                         than paimon_incremental_query (generate_series, ...) are not"
                     ))
                 });
         };

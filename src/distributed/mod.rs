@@ -44,7 +44,9 @@ use ballista::prelude::SessionConfigExt;
 use datafusion::prelude::SessionConfig;
 use datafusion_proto::physical_plan::{ComposedPhysicalExtensionCodec, PhysicalExtensionCodec};
 
-pub use cluster::{cluster_config, cluster_runtime, default_registry, scheduler_state, with_parallel_writes};
+pub use cluster::{
+    cluster_config, cluster_runtime, default_registry, scheduler_state, static_planning, with_parallel_writes,
+};
 pub use codec::{PaimonLogicalCodec, PaimonPhysicalCodec};
 pub use parallel_writes::ParallelWrites;
 pub(crate) use split_groups::{split_groups, store_url};

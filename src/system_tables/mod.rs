@@ -32,7 +32,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use datafusion::catalog::TableProvider;
+
 use datafusion::common::{plan_err, Result, ScalarValue};
+pub(crate) use read_only::ReadOnlyTable;
 
 use crate::meta::TableMeta;
 use crate::spec::{BinaryRow, DataType, ManifestEntry, Snapshot};

@@ -24,6 +24,17 @@ impl ReadOnlyTable {
         ReadOnlyTable { name, inner }
     }
 
+    /// The table's name and rows when they are in memory (every metadata table is: it was
+    /// read at planning time), so a distributed plan can carry them to the cluster.
+    pub(crate) fn rows(&self) -> Option<(&str, SchemaRef, Vec<arrow::array::RecordBatch>)> {
+        let memory = self.inner.downcast_ref::<datafusion::datasource::MemTable>()?;
+        let mut batches = Vec::new();
+        for partition in &memory.batches {
+            batches.extend(partition.try_read().ok()?.iter().cloned());
+        }
+        Some((&self.name, self.inner.schema(), batches))
+    }
+
     fn refuse<T>(&self) -> Result<T> {
         plan_err!(
             "Cannot write to system table {}: system tables are read-only",

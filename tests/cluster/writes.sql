@@ -1,0 +1,10 @@
+-- Run on the cluster: every statement one snapshot (write-only: no compaction until CALL).
+CREATE TABLE pk (k BIGINT, g INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '4', 'write-only' = 'true');
+INSERT INTO pk SELECT k, g, v FROM src;
+INSERT INTO pk SELECT k, g + 1, 'second' FROM src WHERE k % 3 = 0;
+UPDATE pk SET v = 'updated' WHERE k % 10 = 7;
+DELETE FROM pk WHERE k % 10 = 1;
+CREATE TABLE cl (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '4', 'changelog-producer' = 'none');
+INSERT INTO cl SELECT k, v FROM src WHERE k % 100 < 5;
+INSERT INTO cl SELECT k, 'changed' FROM src WHERE k % 100 < 2;
+DELETE FROM cl WHERE k % 100 = 4;
