@@ -12,7 +12,7 @@ use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::prelude::SessionConfig;
 
-use super::{with_paimon_codecs, ParallelWrites};
+use super::{with_paimon_codecs, ParallelWrites, SpreadNormalize};
 
 /// Ballista's session config with the Paimon codecs installed.
 pub fn cluster_config() -> SessionConfig {
@@ -27,7 +27,10 @@ pub fn cluster_config() -> SessionConfig {
 /// its own, which would leave a Paimon write one task; the static planner is used instead.
 pub fn scheduler_state(config: SessionConfig, runtime: Arc<RuntimeEnv>) -> Result<SessionState> {
     let state = ballista_core::utils::default_session_builder(static_planning(config))?;
-    Ok(with_parallel_writes(SessionStateBuilder::new_from_existing(state).with_runtime_env(runtime)).build())
+    Ok(
+        with_cluster_planning(SessionStateBuilder::new_from_existing(state).with_runtime_env(runtime))
+            .build(),
+    )
 }
 
 /// `config` planned by Ballista's static planner, which applies the session's physical optimizer
@@ -36,10 +39,13 @@ pub fn static_planning(config: SessionConfig) -> SessionConfig {
     config.with_ballista_adaptive_query_planner(false)
 }
 
-/// `builder` with [`ParallelWrites`] after its physical optimizer rules (call it after the
-/// default features are in).
-pub fn with_parallel_writes(builder: SessionStateBuilder) -> SessionStateBuilder {
-    builder.with_physical_optimizer_rule(Arc::new(ParallelWrites))
+/// `builder` with the rules that plan Paimon statements for a cluster after its physical
+/// optimizer rules (call it after the default features are in): [`ParallelWrites`] and
+/// [`SpreadNormalize`].
+pub fn with_cluster_planning(builder: SessionStateBuilder) -> SessionStateBuilder {
+    builder
+        .with_physical_optimizer_rule(Arc::new(ParallelWrites))
+        .with_physical_optimizer_rule(Arc::new(SpreadNormalize))
 }
 
 /// A runtime whose object stores are `registry`'s (say, [`crate::CloudStores`] building cloud

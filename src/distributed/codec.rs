@@ -161,6 +161,8 @@ enum NodeRecipe {
     Normalize {
         table: String,
         schema: String,
+        #[serde(default = "one")]
+        partitions: usize,
     },
     /// `DataSinkExec` writing to a Paimon table: rebuilt over its decoded input. The executor
     /// running it writes the files and commits, as a local statement would.
@@ -173,6 +175,10 @@ enum NodeRecipe {
         commit_user: String,
         started_millis: i64,
     },
+}
+
+fn one() -> usize {
+    1
 }
 
 /// A `PaimonSink` as data.
@@ -377,7 +383,11 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
                     started_millis,
                 )?));
             }
-            NodeRecipe::Normalize { table, schema } => {
+            NodeRecipe::Normalize {
+                table,
+                schema,
+                partitions,
+            } => {
                 let schema = TableSchema::from_json(schema.as_bytes(), &format!("{table}/schema"))?;
                 let (seed, changes) = match inputs {
                     [changes] => (None, Arc::clone(changes)),
@@ -389,8 +399,14 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
                         )
                     }
                 };
-                return Ok(Arc::new(ChangelogNormalizeExec::try_new(
-                    &table, &schema, seed, changes,
+                // split by key: as many partitions as its (possibly narrowed) children have
+                let partitions = if partitions > 1 {
+                    changes.properties().partitioning.partition_count()
+                } else {
+                    1
+                };
+                return Ok(Arc::new(ChangelogNormalizeExec::with_partitions(
+                    &table, &schema, seed, changes, partitions,
                 )?));
             }
         };
@@ -474,10 +490,11 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
             return Ok(());
         }
         if let Some(normalize) = node.downcast_ref::<ChangelogNormalizeExec>() {
-            let (table, schema) = normalize.table();
+            let (table, schema, partitions) = normalize.table();
             let recipe = NodeRecipe::Normalize {
                 table: table.to_string(),
                 schema: schema.to_json(),
+                partitions,
             };
             buf.extend(serde_json::to_vec(&recipe).expect("a node recipe serializes"));
             return Ok(());

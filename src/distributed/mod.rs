@@ -37,6 +37,7 @@ mod cluster;
 mod codec;
 mod parallel_writes;
 mod split_groups;
+mod spread_normalize;
 
 use std::sync::Arc;
 
@@ -45,11 +46,13 @@ use datafusion::prelude::SessionConfig;
 use datafusion_proto::physical_plan::{ComposedPhysicalExtensionCodec, PhysicalExtensionCodec};
 
 pub use cluster::{
-    cluster_config, cluster_runtime, default_registry, scheduler_state, static_planning, with_parallel_writes,
+    cluster_config, cluster_runtime, default_registry, scheduler_state, static_planning,
+    with_cluster_planning,
 };
 pub use codec::{PaimonLogicalCodec, PaimonPhysicalCodec};
 pub use parallel_writes::ParallelWrites;
 pub(crate) use split_groups::{split_groups, store_url};
+pub use spread_normalize::SpreadNormalize;
 
 /// `config` with the Paimon codecs installed in front of the Ballista codecs it has: build
 /// the Ballista session state (client, scheduler and standalone executor) from it.

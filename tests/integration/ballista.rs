@@ -13,7 +13,7 @@ use arrow::util::pretty::pretty_format_batches;
 use ballista::prelude::{SessionConfigExt, SessionContextExt};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion_paimon::distributed::{static_planning, with_paimon_codecs, with_parallel_writes};
+use datafusion_paimon::distributed::{static_planning, with_cluster_planning, with_paimon_codecs};
 use datafusion_paimon::sql::{DEFAULT_CATALOG, DEFAULT_DATABASE};
 use datafusion_paimon::PaimonSession;
 
@@ -39,7 +39,7 @@ async fn ballista_session(warehouse: &str) -> PaimonSession {
         .with_create_default_catalog_and_schema(false)
         .with_information_schema(true);
     // the scheduler plans with this state: writes as parallel writers and one committer
-    let state = with_parallel_writes(
+    let state = with_cluster_planning(
         SessionStateBuilder::new()
             .with_default_features()
             .with_config(config),

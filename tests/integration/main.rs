@@ -13,6 +13,8 @@ mod ballista;
 mod changelog_replay;
 #[cfg(feature = "cli")]
 mod cli;
+#[cfg(feature = "ballista")]
+mod cluster_planning;
 mod compaction;
 mod concurrent_commits;
 mod crash;
@@ -28,8 +30,6 @@ mod merge_model;
 mod metrics;
 mod mutated_files;
 mod object_store_s3;
-#[cfg(feature = "ballista")]
-mod parallel_writes;
 mod read_options;
 mod runtime_filter;
 mod tailing;

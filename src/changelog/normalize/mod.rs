@@ -11,6 +11,12 @@
 //! Every partition of both children is read here, their streams merged: every key lives in one
 //! bucket, and the rows of a bucket come in commit order from the one partition that reads it.
 //! The children must therefore never be repartitioned (`benefits_from_input_partitioning`).
+//!
+//! [`ChangelogNormalizeExec::spread`] splits the work by key instead (what a cluster runs): both
+//! children hash-repartitioned on the key into N partitions, partition i normalizing the keys of
+//! partition i of each with a state of its own. A key's rows still come in commit order, since
+//! they all come from the one input partition that reads its bucket, and a repartition keeps the
+//! order of the rows of one input partition.
 
 mod key_index;
 mod spill;
@@ -25,7 +31,9 @@ use datafusion::common::{internal_err, not_impl_err, Result};
 use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType, ReplaceChildrenOptions};
+use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
@@ -57,6 +65,9 @@ pub(crate) struct ChangelogNormalizeExec {
     changes: Arc<dyn ExecutionPlan>,
     key_columns: Vec<usize>,
     rules: FoldRules,
+    /// 1: every partition of the children read as one; N: partition i of each child (children
+    /// hash-partitioned on the key, see [`Self::spread`]).
+    partitions: usize,
     properties: Arc<PlanProperties>,
 }
 
@@ -68,10 +79,22 @@ impl ChangelogNormalizeExec {
         seed: Option<Arc<dyn ExecutionPlan>>,
         changes: Arc<dyn ExecutionPlan>,
     ) -> Result<Self> {
+        Self::with_partitions(table, schema, seed, changes, 1)
+    }
+
+    /// A normalize of `partitions` partitions: with more than one, partition i of each child
+    /// holds the same keys (hash-partitioned on the key).
+    pub(crate) fn with_partitions(
+        table: &str,
+        schema: &TableSchema,
+        seed: Option<Arc<dyn ExecutionPlan>>,
+        changes: Arc<dyn ExecutionPlan>,
+        partitions: usize,
+    ) -> Result<Self> {
         let (key_columns, rules) = fold_rules(table, schema)?;
         let properties = Arc::new(PlanProperties::new(
             EquivalenceProperties::new(changes.schema()),
-            Partitioning::UnknownPartitioning(1),
+            Partitioning::UnknownPartitioning(partitions.max(1)),
             EmissionType::Incremental,
             Boundedness::Bounded,
         ));
@@ -82,16 +105,52 @@ impl ChangelogNormalizeExec {
             changes,
             key_columns,
             rules,
+            partitions: partitions.max(1),
             properties,
         })
+    }
+
+    /// This normalize split by key into `n` partitions (children hash-repartitioned on the key),
+    /// coalesced again: the plan above it still sees one partition. `None` when it already is.
+    pub(crate) fn spread(&self, n: usize) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        if self.partitions > 1 || n < 2 {
+            return Ok(None);
+        }
+        let by_key = |plan: &Arc<dyn ExecutionPlan>, offset: usize| -> Result<Arc<dyn ExecutionPlan>> {
+            let schema = plan.schema();
+            let keys = self
+                .key_columns
+                .iter()
+                .map(|&c| {
+                    let name = schema.field(c + offset).name();
+                    Arc::new(datafusion::physical_expr::expressions::Column::new(
+                        name,
+                        c + offset,
+                    )) as Arc<dyn PhysicalExpr>
+                })
+                .collect();
+            Ok(Arc::new(RepartitionExec::try_new(
+                Arc::clone(plan),
+                Partitioning::Hash(keys, n),
+            )?))
+        };
+        let seed = match &self.seed {
+            Some(plan) => Some(by_key(plan, 0)?),
+            None => None,
+        };
+        // the change rows start with `rowkind`
+        let changes = by_key(&self.changes, 1)?;
+        let spread = Self::with_partitions(&self.table, &self.schema, seed, changes, n)?;
+        Ok(Some(Arc::new(CoalescePartitionsExec::new(Arc::new(spread)))))
     }
 }
 
 #[cfg(feature = "ballista")]
 impl ChangelogNormalizeExec {
-    /// The table's name and schema: with its children, all a codec needs to rebuild the node.
-    pub(crate) fn table(&self) -> (&str, &TableSchema) {
-        (&self.table, &self.schema)
+    /// The table's name and schema and the partitions: with its children, all a codec needs
+    /// to rebuild the node.
+    pub(crate) fn table(&self) -> (&str, &TableSchema, usize) {
+        (&self.table, &self.schema, self.partitions)
     }
 }
 
@@ -109,6 +168,9 @@ impl DisplayAs for ChangelogNormalizeExec {
             names.join(", "),
             self.seed.is_some()
         )?;
+        if self.partitions > 1 {
+            write!(f, ", partitions={} by key", self.partitions)?;
+        }
         if self.rules.first_row {
             write!(f, ", first_row")?;
         }
@@ -163,8 +225,11 @@ impl ExecutionPlan for ChangelogNormalizeExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        if partition != 0 {
-            return internal_err!("ChangelogNormalizeExec has one partition, not {partition}");
+        if partition >= self.partitions {
+            return internal_err!(
+                "ChangelogNormalizeExec has {} partition(s), not {partition}",
+                self.partitions
+            );
         }
         let reservation = MemoryConsumer::new(format!("ChangelogNormalize[{}]", self.table))
             .with_can_spill(true)
@@ -185,13 +250,22 @@ impl ExecutionPlan for ChangelogNormalizeExec {
             statistics.num_rows.get_value().copied()
         });
         if let Some(rows) = seed_rows {
-            state.expect_keys(rows.min(MAX_EXPECTED_KEYS));
+            state.expect_keys((rows / self.partitions).min(MAX_EXPECTED_KEYS));
         }
+        let inputs = |plan: &Arc<dyn ExecutionPlan>| {
+            if self.partitions == 1 {
+                all_partitions(plan, &context)
+            } else {
+                Ok(futures::stream::select_all([
+                    plan.execute(partition, Arc::clone(&context))?
+                ]))
+            }
+        };
         let seed = match &self.seed {
-            Some(plan) => Some(all_partitions(plan, &context)?),
+            Some(plan) => Some(inputs(plan)?),
             None => None,
         };
-        let changes = all_partitions(&self.changes, &context)?;
+        let changes = inputs(&self.changes)?;
         let stream = futures::stream::try_unfold(
             (state, seed, changes),
             |(mut state, mut seed, mut changes)| async move {
@@ -304,6 +378,32 @@ impl ChangelogNormalizeExec {
         }
         let changes = children.pop().expect("one child at least");
         let seed = children.pop();
+        // Split by key, partition i reads partition i of each child: as many as the children
+        // have now (a Ballista task narrows both to its own partitions, in the same order).
+        let partitions = if self.partitions > 1 {
+            let n = changes.output_partitioning().partition_count();
+            if let Some(seed) = &seed {
+                let m = seed.output_partitioning().partition_count();
+                if m != n {
+                    return internal_err!(
+                        "ChangelogNormalizeExec split by key needs children of equal partitions, got {m} and {n}"
+                    );
+                }
+            }
+            n
+        } else {
+            1
+        };
+        let properties = if partitions == self.partitions {
+            Arc::clone(&self.properties)
+        } else {
+            Arc::new(PlanProperties::new(
+                EquivalenceProperties::new(changes.schema()),
+                Partitioning::UnknownPartitioning(partitions),
+                EmissionType::Incremental,
+                Boundedness::Bounded,
+            ))
+        };
         Ok(Arc::new(ChangelogNormalizeExec {
             table: self.table.clone(),
             schema: Arc::clone(&self.schema),
@@ -311,7 +411,8 @@ impl ChangelogNormalizeExec {
             changes,
             key_columns: self.key_columns.clone(),
             rules: self.rules.clone(),
-            properties: Arc::clone(&self.properties),
+            partitions,
+            properties,
         }))
     }
 }

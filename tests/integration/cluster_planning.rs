@@ -1,7 +1,8 @@
-//! Writes planned as parallel writers and one committer (`distributed::ParallelWrites`, what a
-//! Ballista scheduler plans with), run in one process: every table layout ends with the same
-//! rows as the one-task sink writes, one write snapshot per statement, and a commit run twice
-//! (a retried commit task or stage) commits once.
+//! What a Ballista scheduler plans with (`distributed::with_cluster_planning`), run in one
+//! process: writes as parallel writers and one committer (every table layout ends with the same
+//! rows as the one-task sink writes, one write snapshot per statement, and a commit run twice,
+//! as a retried commit task or stage, commits once), and `$changelog` normalizes split by key
+//! (the same changes as the one-task normalize).
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use arrow::util::pretty::pretty_format_batches;
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::physical_plan::collect;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion_paimon::distributed::{with_parallel_writes, PaimonPhysicalCodec};
+use datafusion_paimon::distributed::{with_cluster_planning, PaimonPhysicalCodec};
 use datafusion_paimon::sql::{DEFAULT_CATALOG, DEFAULT_DATABASE};
 use datafusion_paimon::PaimonSession;
 use datafusion_proto::bytes::{
@@ -37,7 +38,7 @@ async fn parallel_session(warehouse: &str) -> PaimonSession {
         .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_DATABASE)
         .with_create_default_catalog_and_schema(false)
         .with_information_schema(true);
-    let state = with_parallel_writes(
+    let state = with_cluster_planning(
         SessionStateBuilder::new()
             .with_default_features()
             .with_config(config),
@@ -238,4 +239,49 @@ fn walk(dir: &std::path::Path) -> usize {
                 .sum()
         })
         .unwrap_or(0)
+}
+
+/// `$changelog` of a `none` table normalized in 4 partitions by key equals the one-task result,
+/// seeded or not, for deduplicate and partial-update tables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn changelog_normalize_split_by_key_equals_one_task() {
+    for engine in ["deduplicate", "partial-update"] {
+        let dir = tempfile::tempdir().unwrap();
+        let warehouse = dir.path().to_str().unwrap().to_string();
+        let local = PaimonSession::open(&warehouse).await.unwrap();
+        let spread = parallel_session(&warehouse).await;
+        for sql in [
+            format!(
+                "CREATE TABLE c (k BIGINT, a STRING, b BIGINT, PRIMARY KEY (k) NOT ENFORCED) \
+                 WITH ('bucket' = '4', 'merge-engine' = '{engine}', 'write-only' = 'true')"
+            ),
+            "INSERT INTO c SELECT value, concat('a', value), value + 0 FROM generate_series(1, 4000)"
+                .to_string(),
+            "INSERT INTO c SELECT value, 'second', NULL FROM generate_series(1, 4000, 3)".to_string(),
+            "INSERT INTO c SELECT value, NULL, value * 10 FROM generate_series(2000, 6000, 7)".to_string(),
+            "INSERT INTO c SELECT value, 'fourth', value + 0 FROM generate_series(1, 6000, 11)".to_string(),
+        ] {
+            run_sql(&local, &sql).await.unwrap();
+        }
+        for (start, end) in [(0, 4), (1, 4), (2, 3)] {
+            let query = format!(
+                "SELECT rowkind, k, a, b FROM paimon_incremental_query('default.c$changelog', {start}, {end})"
+            );
+            let expected = sorted_rows(&run_sql(&local, &query).await.unwrap());
+            assert!(!expected.is_empty());
+            let plan = spread
+                .sql(&query)
+                .await
+                .unwrap()
+                .create_physical_plan()
+                .await
+                .unwrap();
+            let shown = datafusion::physical_plan::displayable(plan.as_ref())
+                .indent(true)
+                .to_string();
+            assert!(shown.contains("partitions=4 by key"), "{shown}");
+            let actual = sorted_rows(&run_sql(&spread, &query).await.unwrap());
+            assert_eq!(actual, expected, "{engine} ({start}, {end}]");
+        }
+    }
 }
