@@ -7,13 +7,14 @@
 //! ```text
 //! spec, bitmap -> file_index -> io, progress, deletion_vector -> format, dynamic_bucket -> meta
 //!   -> merge -> scan -> changelog, stream -> compact, write, maintenance -> table
-//!   -> distributed, system_tables -> catalog -> sql -> bin
+//!   -> system_tables -> distributed -> catalog -> sql -> bin
 //! ```
 //!
 //! * [`spec`]: the on-disk format as plain data (schemas, snapshots, manifests, BinaryRow, paths).
 //! * `bitmap`: roaring bitmaps in Paimon's byte layouts.
 //! * `io`: bytes and Parquet footers on an `ObjectStore`; a table's `FileIO` seen from a branch;
-//!   where new data files go (external paths, other stores) and `.blob` files.
+//!   where new data files go (external paths, other stores) and `.blob` files; cloud stores built
+//!   from the environment (`CloudStores`, feature `cli`).
 //! * [`progress`]: live counters of the running statement (a session extension any layer adds to).
 //! * `deletion_vector`: where each data file's vector is, and decoding it.
 //! * `format`: Parquet, ORC and Avro data files (and the ORC / Parquet manifest encodings).
@@ -26,14 +27,17 @@
 //!   the `PaimonIncrementalScanExec` plan node.
 //! * `changelog`, `stream`: `t$changelog` (ChangelogNormalize) and tailing reads.
 //! * `compact`, `write`, `maintenance`: compaction, the INSERT/DELETE/UPDATE/MERGE sink (and
-//!   MERGE's row addresses in append tables), expiration.
+//!   MERGE's row addresses in append tables; the same write as parallel writers and one
+//!   exactly-once committer, for clusters), expiration.
 //! * `table`: one table as a DataFusion `TableProvider`, time travel, the fallback branch.
 //! * `system_tables`: `t$snapshots`, `t$files`, `t$audit_log`, `t$binlog`, ...
 //! * `catalog`: a warehouse as a DataFusion catalog (`t$branch_<name>`, `t$system`).
 //! * [`sql`]: session set-up (`SET paimon.*` options, default catalog, the table function
 //!   `paimon_incremental_query`) and the statements DataFusion does not plan (DDL, `CALL`,
 //!   `MERGE INTO`).
-//! * `distributed` (feature `ballista`): plan codecs for Apache Ballista, on top of `table`.
+//! * `distributed` (feature `ballista`): Apache Ballista: plan codecs, the scheduler's rules
+//!   (parallel writes, `$changelog` split by key) and what `paimon-scheduler` /
+//!   `paimon-executor` are built from.
 
 pub(crate) mod bitmap;
 pub mod catalog;

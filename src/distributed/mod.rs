@@ -13,16 +13,23 @@
 //!   ranges and deletion vectors), failing rather than reading different rows. Splits
 //!   (partition, bucket, key range) are therefore the unit of distribution (see below).
 //!
-//!   `ChangelogNormalizeExec` (`$changelog` of `none` tables) travels as its table's name and
-//!   schema and is rebuilt over its decoded inputs. A `DataSinkExec` writing to a Paimon table
-//!   travels as the table location, its schema and the write (INSERT, dynamic-partition
-//!   INSERT OVERWRITE, DELETE/UPDATE rows, truncate, partition drops, with partition values as
-//!   `datafusion-proto` literals); the executor running it writes the files and commits.
+//!   `ChangelogNormalizeExec` (`$changelog` of `none` tables) travels as its table's name,
+//!   schema and partitions and is rebuilt over its decoded inputs. A `DataSinkExec` writing to
+//!   a Paimon table travels as the table location, its schema and the write (INSERT,
+//!   dynamic-partition INSERT OVERWRITE, DELETE/UPDATE rows, truncate, partition drops, with
+//!   partition values as `datafusion-proto` literals), and so do the nodes of a parallel write
+//!   (`PaimonBucketExec`, `PaimonWriteExec`, `PaimonCommitExec` with its commit user).
+//!   Metadata tables (`t$snapshots`, ...) travel as the rows the client read.
+//! * [`ParallelWrites`] and [`SpreadNormalize`], physical optimizer rules of the scheduler
+//!   ([`with_cluster_planning`]), turn a write into parallel writers and one exactly-once
+//!   committer, and a `$changelog` normalize into one task per group of keys.
+//! * [`cluster_config`], [`scheduler_state`] and [`cluster_runtime`] build the scheduler's and
+//!   executors' sessions.
 //!
 //! Statements our SQL layer runs itself (`CALL`, `INSERT OVERWRITE ... PARTITION (...)`, whose
 //! input query still runs on the cluster) execute on the client and return their small result
 //! as a `VALUES` plan, which Ballista can run. Not distributable (a clear error names the node):
-//! `paimon_stream` tailing reads and the other system tables.
+//! `paimon_stream` tailing reads, table functions other than `paimon_incremental_query`.
 
 //!
 //! Ballista hands each task the plan of a whole stage and narrows only its own leaf nodes
@@ -30,8 +37,7 @@
 //! would be read once per task. So tables rebuilt by these codecs (on the scheduler) plan batch
 //! and incremental scans as file groups of a `DataSourceExec`, one group per output partition
 //! of the scan (`split_groups.rs`): Ballista keeps each task's groups, and the executor runs
-//! exactly those partitions. `$changelog` reads of `none` tables run in one partition (the
-//! normalize takes the whole change stream).
+//! exactly those partitions.
 
 mod cluster;
 mod codec;
