@@ -110,21 +110,33 @@ local_sql -c "CREATE TABLE big_local (k BIGINT, g INT, v STRING, PRIMARY KEY (k)
 cluster_sql -c "CREATE TABLE big_cluster (k BIGINT, g INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '4')" >/dev/null
 insert_local=$(timed local_sql -c "INSERT INTO big_local SELECT * FROM src")
 insert_cluster=$(timed cluster_sql -c "INSERT INTO big_cluster SELECT * FROM src")
+# where the cluster's INSERT went: the scheduler's planning, then each stage's slowest task
+# (1: scan and bucket routing into the shuffle, 2: writers, 3: the commit)
+job=$(grep -o "Job \[[0-9A-Z]*\] planning took [0-9.]*ms" "$logs/scheduler.log" | tail -n 1)
+breakdown="  $job"
+job_id=$(echo "$job" | sed 's/Job \[\(.*\)\].*/\1/')
+stages=$(grep -h "Finished task : \[TID $job_id/" "$logs"/executor-*.log |
+    sed 's/.*TID [^/]*\/\([0-9]*\)\.[^]]*\] in \(.*\)/\1 \2/' |
+    awk '{ t = $2; ms = (t ~ /ms$/) ? t + 0 : (t ~ /µs$/ ? 0 : t * 1000); if (ms > max[$1]) max[$1] = ms }
+         END { for (s in max) printf "  stage %s: slowest task %.0f ms\n", s, max[s] }' | sort || true)
 aggregate="SELECT g, count(*), sum(k), min(v), max(v) FROM pk GROUP BY g ORDER BY g"
 aggregate_local=$(timed local_sql -c "$aggregate")
 aggregate_cluster=$(timed cluster_sql -c "$aggregate")
 echo "INSERT of 1M rows: cluster ${insert_cluster} ms, local ${insert_local} ms"
-# where the cluster's INSERT went: the scheduler's planning, then each stage's slowest task
-# (1: scan and bucket routing into the shuffle, 2: writers, 3: the commit)
-job=$(grep -o "Job \[[0-9A-Z]*\] planning took [0-9.]*ms" "$logs/scheduler.log" | tail -n 1)
-echo "  $job"
-job_id=$(echo "$job" | sed 's/Job \[\(.*\)\].*/\1/')
-grep -h "Finished task : \[TID $job_id/" "$logs"/executor-*.log |
-    sed 's/.*TID [^/]*\/\([0-9]*\)\.[^]]*\] in \(.*\)/\1 \2/' |
-    awk '{ t = $2; ms = (t ~ /ms$/) ? t + 0 : (t ~ /µs$/ ? 0 : t * 1000); if (ms > max[$1]) max[$1] = ms }
-         END { for (s in max) printf "  stage %s: slowest task %.0f ms\n", s, max[s] }' | sort
+echo "$breakdown"
+echo "$stages"
 echo "aggregate over pk: cluster ${aggregate_cluster} ms, local ${aggregate_local} ms"
 [ "$(local_sql -c 'SELECT count(*) FROM big_cluster' | tail -n 1)" = 1000000 ]
+
+step "pypaimon reads what the cluster wrote"
+interop_venv=${INTEROP_VENV:-$target_dir/interop-venv}
+if [ -x "$interop_venv/bin/python" ]; then
+    expect() { echo "$1=$(local_sql -c "SELECT count(*), sum(k) FROM $1" | tail -n 1)"; }
+    "$interop_venv/bin/python" tests/cluster/read_with_pypaimon.py "$warehouse" \
+        "$(expect pk)" "$(expect big_cluster)"
+else
+    echo "no pypaimon venv at $interop_venv (tests/interop/run.sh creates it); skipping"
+fi
 
 step "faults: kill -9 an executor during a 1M-row INSERT ($fault_runs runs)"
 expected_sum=$(local_sql -c 'SELECT sum(k) FROM src' | tail -n 1)
