@@ -16,6 +16,7 @@ mod deletion_vectors;
 mod key_chunks;
 mod levels;
 mod lookup;
+mod parallel;
 mod postpone;
 mod record_expire;
 mod settings;
@@ -32,6 +33,7 @@ use self::deletion_vectors::IndexChange;
 use self::levels::{pick_force_level0, pick_universal, sorted_runs, Pick};
 pub(crate) use self::lookup::copied_files as lookup_copied_files;
 pub use self::lookup::remove_lookup_copies;
+pub use self::parallel::{CompactionJob, PaimonCompactCommitExec, PaimonCompactExec};
 pub(crate) use self::record_expire::check_options as check_record_expire_options;
 pub(crate) use self::settings::{CompactSettings, Producer};
 use self::unit::{BucketCompaction, UnitResult};
@@ -48,6 +50,35 @@ pub(crate) enum CompactScope {
     /// The buckets of the partitions matching one of these `key = value` lists (values as
     /// they appear in partition directory names).
     Partitions(Vec<Vec<(String, String)>>),
+}
+
+/// What compacting some buckets wrote and replaces, not committed yet.
+#[derive(Debug, Default)]
+pub(crate) struct CompactOutcome {
+    /// Files the compaction replaces.
+    pub(crate) before: Vec<crate::spec::ManifestEntry>,
+    /// Files it wrote (and files it moved up a level unchanged).
+    pub(crate) after: Vec<crate::spec::ManifestEntry>,
+    /// Changelog files it produced.
+    pub(crate) changelog: Vec<crate::spec::ManifestEntry>,
+    pub(crate) index_added: Vec<crate::spec::IndexManifestEntry>,
+    pub(crate) index_removed: Vec<crate::spec::IndexManifestEntry>,
+}
+
+impl CompactOutcome {
+    fn is_empty(&self) -> bool {
+        self.before.is_empty() && self.changelog.is_empty()
+    }
+}
+
+/// The part of `parts` compacting `group`: a stable hash of partition and bucket, the same on
+/// every executor.
+fn part_of(group: &PartitionBucket, parts: usize) -> usize {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in group.0.iter().chain(&group.1.to_le_bytes()) {
+        hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+    }
+    (hash % parts.max(1) as u64) as usize
 }
 
 /// How units are picked.
@@ -132,6 +163,48 @@ impl Compaction<'_> {
     }
 
     async fn run(&self, scope: &CompactScope, strategy: Strategy) -> Result<Option<Snapshot>> {
+        match self.compact_part(scope, strategy, None).await? {
+            Some(outcome) => self.commit_outcome(outcome, strategy, None).await,
+            None => Ok(None),
+        }
+    }
+
+    /// Full compaction of part `part` of `parts` of the buckets of `scope` (a compaction task
+    /// of a cluster): its files written, nothing committed. `None` if it had nothing to do.
+    pub(crate) async fn full_part(
+        &self,
+        scope: &CompactScope,
+        part: usize,
+        parts: usize,
+    ) -> Result<Option<CompactOutcome>> {
+        self.compact_part(scope, Strategy::Full, Some((part, parts)))
+            .await
+    }
+
+    /// Commits every part's outcome of a full compaction as one COMPACT snapshot, unless
+    /// `commit_user` already committed one since `since_millis` (a retried commit task).
+    pub(crate) async fn commit_full(
+        &self,
+        outcome: CompactOutcome,
+        commit_user: &str,
+        since_millis: i64,
+    ) -> Result<Option<Snapshot>> {
+        if let Some(done) = self.meta.committed_by(commit_user, since_millis).await? {
+            return Ok(Some(done));
+        }
+        if outcome.is_empty() {
+            return Ok(None);
+        }
+        self.commit_outcome(outcome, Strategy::Full, Some(commit_user.to_string()))
+            .await
+    }
+
+    async fn compact_part(
+        &self,
+        scope: &CompactScope,
+        strategy: Strategy,
+        part: Option<(usize, usize)>,
+    ) -> Result<Option<CompactOutcome>> {
         let refusal = crate::spec::options::unsupported_for_new_files(&self.schema.options)
             .or_else(|| crate::spec::options::rewrites_lose_row_ids(&self.schema.options));
         if let Some(why) = refusal {
@@ -169,6 +242,7 @@ impl Compaction<'_> {
             if entries.is_empty()
                 || group.1 == postpone::POSTPONE_BUCKET
                 || !self.in_scope(scope, group, &options)?
+                || part.is_some_and(|(part, parts)| part_of(group, parts) != part)
             {
                 continue;
             }
@@ -248,6 +322,36 @@ impl Compaction<'_> {
         if result.before.is_empty() && result.changelog.is_empty() {
             return Ok(None);
         }
+        Ok(Some(CompactOutcome {
+            before: result.before,
+            after: result.after,
+            changelog: result.changelog,
+            index_added,
+            index_removed,
+        }))
+    }
+
+    async fn commit_outcome(
+        &self,
+        outcome: CompactOutcome,
+        strategy: Strategy,
+        commit_user: Option<String>,
+    ) -> Result<Option<Snapshot>> {
+        let options = TableOptions::parse(&self.schema.options)?;
+        let index_dirs = paths::IndexFileDirs::of(self.schema);
+        let CompactOutcome {
+            before,
+            after,
+            changelog,
+            index_added,
+            index_removed,
+        } = outcome;
+        let result = UnitResult {
+            before,
+            after,
+            changelog,
+            deleted_rows: Default::default(),
+        };
         let mut written: Vec<String> = result
             .after
             .iter()
@@ -270,7 +374,7 @@ impl Compaction<'_> {
             added: result.after,
             overwrite: OverwriteScope::None,
             partition_types: self.schema.partition_types(),
-            commit_user: uuid::Uuid::new_v4().to_string(),
+            commit_user: commit_user.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             commit_identifier: i64::MAX,
             operation: Some("COMPACT".to_string()),
             compacted: result.before,

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
 
 use crate::changelog::ChangelogNormalizeExec;
+use crate::compact::{CompactionJob, PaimonCompactCommitExec, PaimonCompactExec};
 use crate::meta::OverwriteScope;
 use crate::scan::{PaimonIncrementalScanExec, PaimonScanExec};
 use crate::spec::TableSchema;
@@ -38,6 +39,40 @@ pub struct PaimonLogicalCodec {
 
 /// Prefix of a Paimon table payload.
 const TABLE_MAGIC: &[u8] = b"paimon-table:";
+
+/// Prefix of a `CALL sys.compact` job's payload (a [`CompactRecipe`] as JSON).
+const COMPACT_MAGIC: &[u8] = b"paimon-compact:";
+
+/// A [`CompactionJob`] as data.
+#[derive(Debug, Serialize, Deserialize)]
+struct CompactRecipe {
+    location: String,
+    table: String,
+    schema: String,
+    partitions: Option<Vec<Vec<(String, String)>>>,
+}
+
+impl CompactRecipe {
+    fn of(job: &CompactionJob) -> Self {
+        CompactRecipe {
+            location: job.meta.io().root_url().to_string(),
+            table: job.table.clone(),
+            schema: job.schema.to_json(),
+            partitions: job.partitions.clone(),
+        }
+    }
+
+    fn open(self, ctx: &TaskContext) -> Result<CompactionJob> {
+        let meta = open_meta(&self.location, ctx.runtime_env().as_ref())?;
+        let schema = TableSchema::from_json(self.schema.as_bytes(), &format!("{}/schema", self.location))?;
+        Ok(CompactionJob {
+            table: self.table,
+            meta,
+            schema: Arc::new(schema),
+            partitions: self.partitions,
+        })
+    }
+}
 
 /// Prefix of a metadata table's payload: its name, then its rows (read on the client when
 /// the statement was planned, as a local session reads them) as an Arrow IPC stream.
@@ -114,6 +149,12 @@ impl LogicalExtensionCodec for PaimonLogicalCodec {
         if let Some(rows) = buf.strip_prefix(ROWS_MAGIC) {
             return decode_rows(rows, table_ref);
         }
+        if let Some(job) = buf.strip_prefix(COMPACT_MAGIC) {
+            let job: CompactRecipe = serde_json::from_slice(job).map_err(|e| {
+                exec_datafusion_err!("Invalid compaction of {table_ref} in a serialized plan: {e}")
+            })?;
+            return Ok(Arc::new(job.open(ctx)?));
+        }
         let Some(recipe) = buf.strip_prefix(TABLE_MAGIC) else {
             return self.inner.try_decode_table_provider(buf, table_ref, schema, ctx);
         };
@@ -127,6 +168,11 @@ impl LogicalExtensionCodec for PaimonLogicalCodec {
         node: Arc<dyn TableProvider>,
         buf: &mut Vec<u8>,
     ) -> Result<()> {
+        if let Some(job) = node.downcast_ref::<CompactionJob>() {
+            buf.extend_from_slice(COMPACT_MAGIC);
+            buf.extend(serde_json::to_vec(&CompactRecipe::of(job)).expect("a compaction recipe serializes"));
+            return Ok(());
+        }
         if let Some(system) = node.downcast_ref::<ReadOnlyTable>() {
             if let Some((name, schema, batches)) = system.rows() {
                 buf.extend_from_slice(ROWS_MAGIC);
@@ -172,6 +218,16 @@ enum NodeRecipe {
     Writer(SinkRecipe),
     Commit {
         sink: SinkRecipe,
+        commit_user: String,
+        started_millis: i64,
+    },
+    /// The nodes of a parallel `CALL sys.compact` (`compact::parallel`).
+    Compact {
+        job: CompactRecipe,
+        parts: usize,
+    },
+    CompactCommit {
+        job: CompactRecipe,
         commit_user: String,
         started_millis: i64,
     },
@@ -383,6 +439,27 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
                     started_millis,
                 )?));
             }
+            NodeRecipe::Compact { job, parts } => {
+                let input = one_input("PaimonCompactExec", inputs)?;
+                return Ok(Arc::new(PaimonCompactExec::new(
+                    input,
+                    Arc::new(job.open(ctx)?),
+                    parts,
+                )));
+            }
+            NodeRecipe::CompactCommit {
+                job,
+                commit_user,
+                started_millis,
+            } => {
+                let input = one_input("PaimonCompactCommitExec", inputs)?;
+                return Ok(Arc::new(PaimonCompactCommitExec::new(
+                    input,
+                    Arc::new(job.open(ctx)?),
+                    commit_user,
+                    started_millis,
+                )));
+            }
             NodeRecipe::Normalize {
                 table,
                 schema,
@@ -479,6 +556,19 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
             let (user, started) = exec.commit_identity();
             SinkRecipe::of(exec.sink().as_ref())?.map(|sink| NodeRecipe::Commit {
                 sink,
+                commit_user: user.to_string(),
+                started_millis: started,
+            })
+        } else if let Some(exec) = node.downcast_ref::<PaimonCompactExec>() {
+            let (job, parts) = exec.job();
+            Some(NodeRecipe::Compact {
+                job: CompactRecipe::of(job),
+                parts,
+            })
+        } else if let Some(exec) = node.downcast_ref::<PaimonCompactCommitExec>() {
+            let (job, user, started) = exec.job();
+            Some(NodeRecipe::CompactCommit {
+                job: CompactRecipe::of(job),
                 commit_user: user.to_string(),
                 started_millis: started,
             })

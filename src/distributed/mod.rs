@@ -18,7 +18,9 @@
 //!   a Paimon table travels as the table location, its schema and the write (INSERT,
 //!   dynamic-partition INSERT OVERWRITE, DELETE/UPDATE rows, truncate, partition drops, with
 //!   partition values as `datafusion-proto` literals), and so do the nodes of a parallel write
-//!   (`PaimonBucketExec`, `PaimonWriteExec`, `PaimonCommitExec` with its commit user).
+//!   (`PaimonBucketExec`, `PaimonWriteExec`, `PaimonCommitExec` with its commit user) and of
+//!   a parallel `CALL sys.compact` (`PaimonCompactExec`, `PaimonCompactCommitExec`, and the
+//!   `CompactionJob` provider the client sends).
 //!   Metadata tables (`t$snapshots`, ...) travel as the rows the client read.
 //! * [`ParallelWrites`] and [`SpreadNormalize`], physical optimizer rules of the scheduler
 //!   ([`with_cluster_planning`]), turn a write into parallel writers and one exactly-once

@@ -284,6 +284,27 @@ async fn ballista_writes_commit_like_a_local_session() {
             .await
             .unwrap_or_else(|e| panic!("ballista {sql}: {e}"));
     }
+    // CALL sys.compact ran on the cluster as parallel compaction tasks and one COMPACT commit
+    let compacts = sorted_rows(
+        &run_sql(
+            &local,
+            "SELECT count(*) FROM w$snapshots WHERE commit_kind = 'COMPACT'",
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(compacts, vec!["| 1        |".to_string()]);
+    let plan = cluster
+        .sql("CALL sys.compact('default.w')")
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    let shown = datafusion::physical_plan::displayable(plan.as_ref())
+        .indent(true)
+        .to_string();
+    assert!(shown.contains("DistributedQueryExec"), "{shown}");
     let rows = sorted_rows(
         &run_sql(&local, "SELECT p, v, count(*), sum(k) FROM w GROUP BY p, v")
             .await

@@ -105,7 +105,11 @@ impl Call {
 /// Runs the procedure; returns Paimon's one-row `result` table.
 pub(crate) async fn execute(session: &PaimonSession, call: Call) -> Result<DataFrame> {
     match call.procedure.as_str() {
-        "compact" => compact(session, &call).await?,
+        "compact" => {
+            if let Some(frame) = compact(session, &call).await? {
+                return Ok(frame);
+            }
+        }
         "expire_snapshots" => {
             let expired = expire_snapshots_procedure(session, &call).await?;
             let schema = Arc::new(Schema::new(vec![Field::new("result", DataType::Int64, false)]));
@@ -471,7 +475,9 @@ async fn procedure_table(
     Ok((name, schema))
 }
 
-async fn compact(session: &PaimonSession, call: &Call) -> Result<()> {
+/// A full compaction; on a Ballista session (the table's buckets do not wait for assignment),
+/// the frame of a [`CompactionJob`] the cluster runs in parallel tasks and commits once.
+async fn compact(session: &PaimonSession, call: &Call) -> Result<Option<DataFrame>> {
     let (name, schema) = procedure_table(session, call, "compact").await?;
     let catalog = session.catalog();
     if !schema.has_primary_key() {
@@ -486,6 +492,19 @@ async fn compact(session: &PaimonSession, call: &Call) -> Result<()> {
     let meta = Arc::new(catalog.table_meta(&name.database, &name.table));
     let batch_size = session.context().state().config().batch_size();
     let table_name = name.to_string();
+    let postponed = matches!(schema.options.get("bucket").map(|b| b.trim()), Some("-2"));
+    if on_cluster(session) && !postponed {
+        let job = crate::compact::CompactionJob {
+            table: table_name,
+            meta,
+            schema,
+            partitions: match scope {
+                CompactScope::Partitions(specs) => Some(specs),
+                _ => None,
+            },
+        };
+        return Ok(Some(session.context().read_table(Arc::new(job))?));
+    }
     Compaction {
         table: &table_name,
         meta: &meta,
@@ -496,7 +515,27 @@ async fn compact(session: &PaimonSession, call: &Call) -> Result<()> {
     }
     .full(&scope)
     .await?;
-    catalog.refresh().await
+    catalog.refresh().await?;
+    Ok(None)
+}
+
+/// Whether statements of `session` run on a Ballista cluster.
+fn on_cluster(session: &PaimonSession) -> bool {
+    #[cfg(feature = "ballista")]
+    {
+        let state = session.context().state();
+        state
+            .config()
+            .options()
+            .extensions
+            .get::<ballista_core::config::BallistaConfig>()
+            .is_some()
+    }
+    #[cfg(not(feature = "ballista"))]
+    {
+        let _ = session;
+        false
+    }
 }
 
 /// `'p=1,q=a;p=2'`: partitions separated by `;`, each a list of `key=value`.
