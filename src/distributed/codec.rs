@@ -624,8 +624,9 @@ fn scan_origin(node: &Arc<dyn ExecutionPlan>) -> Result<&ScanOrigin> {
         scan.origin()
     } else {
         return not_impl_err!(
-            "{} cannot be sent to a Ballista executor: datafusion-paimon distributes batch and \
-             incremental scans, the $changelog normalize and writes, not tailing reads",
+            "{} cannot be sent to a Ballista executor: datafusion-paimon does not distribute \
+             tailing reads, DELETE or UPDATE of append tables, or MERGE INTO yet; run the \
+             statement in a local session",
             node.name()
         );
     };
