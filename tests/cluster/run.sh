@@ -19,7 +19,8 @@ cd "$(dirname "$0")/../.."
 start=$SECONDS
 target_dir=${CARGO_TARGET_DIR:-target}
 bin=$target_dir/debug
-base_port=${CLUSTER_PORT:-50250}
+# below the ephemeral port range (32768-60999 on Linux): a client connection may hold any port there
+base_port=${CLUSTER_PORT:-30250}
 fault_runs=${CLUSTER_FAULT_RUNS:-10}
 logs=$target_dir/cluster-logs
 rm -rf "$logs" && mkdir -p "$logs"
