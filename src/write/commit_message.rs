@@ -16,7 +16,6 @@ use arrow::array::{Array, AsArray, BinaryBuilder, RecordBatch, StringBuilder, UI
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
 use datafusion::common::{exec_datafusion_err, exec_err, Result};
 
-use super::sink::WrittenFiles;
 use crate::spec::manifest_write::{INDEX_MANIFEST_SCHEMA, MANIFEST_SCHEMA};
 use crate::spec::{IndexManifestEntry, ManifestEntry};
 
@@ -33,6 +32,21 @@ const ROWS: &str = "rows";
 const DATA: &str = "data";
 const CHANGELOG: &str = "changelog";
 const INDEX: &str = "index";
+
+/// What one writer wrote and has not committed: the commit message of a writer task.
+#[derive(Debug, Default)]
+pub(crate) struct WrittenFiles {
+    /// Input rows taken (written, or counted by a metadata-only delete).
+    pub(crate) rows: u64,
+    /// Level-0 data files.
+    pub(crate) added: Vec<ManifestEntry>,
+    /// Changelog files (`changelog-producer = input`).
+    pub(crate) changelog: Vec<ManifestEntry>,
+    /// Dynamic-bucket index files of the partitions this writer assigned.
+    pub(crate) index_added: Vec<crate::spec::IndexManifestEntry>,
+    /// A MERGE into an append table: the rows it took from existing files (local only).
+    pub(crate) append_marks: Option<super::merge_append::AppendMergeMarks>,
+}
 
 impl WrittenFiles {
     /// These files as commit-message rows.

@@ -29,6 +29,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
 use futures::{StreamExt, TryStreamExt};
 
 use super::buffer::BucketBuffer;
+pub(crate) use super::commit_message::WrittenFiles;
 use super::cross_partition::GlobalIndex;
 use super::routing::{BucketMode, RowRouting};
 use super::sink_metrics::SinkMetrics;
@@ -481,21 +482,6 @@ impl DataSink for PaimonSink {
         let commit_user = uuid::Uuid::new_v4().to_string();
         self.commit_written(written, &commit_user, None, context).await
     }
-}
-
-/// What one writer wrote and has not committed: the commit message of a writer task.
-#[derive(Debug, Default)]
-pub(crate) struct WrittenFiles {
-    /// Input rows taken (written, or counted by a metadata-only delete).
-    pub(crate) rows: u64,
-    /// Level-0 data files.
-    pub(crate) added: Vec<ManifestEntry>,
-    /// Changelog files (`changelog-producer = input`).
-    pub(crate) changelog: Vec<ManifestEntry>,
-    /// Dynamic-bucket index files of the partitions this writer assigned.
-    pub(crate) index_added: Vec<crate::spec::IndexManifestEntry>,
-    /// A MERGE into an append table: the rows it took from existing files (local only).
-    pub(crate) append_marks: Option<super::merge_append::AppendMergeMarks>,
 }
 
 impl PaimonSink {
