@@ -15,7 +15,6 @@
 //! Ballista session, so the statement's logical plan can travel to the scheduler.
 
 use std::fmt;
-use std::io::Cursor;
 use std::sync::{Arc, LazyLock};
 
 use arrow::array::{Array, AsArray, BinaryBuilder, BooleanArray, Int64Array, RecordBatch, StringBuilder};
@@ -39,8 +38,8 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::{CompactOutcome, CompactScope, Compaction};
 use crate::meta::TableMeta;
-use crate::spec::manifest_write::{INDEX_MANIFEST_SCHEMA, MANIFEST_SCHEMA};
-use crate::spec::{IndexManifestEntry, ManifestEntry, TableSchema};
+use crate::spec::manifest_write::{entry_datum, entry_from_datum, index_entry_datum, index_entry_from_datum};
+use crate::spec::TableSchema;
 
 /// One table's full compaction, as data every node of the plan carries.
 #[derive(Debug, Clone)]
@@ -108,9 +107,7 @@ impl CompactOutcome {
         ] {
             for entry in list {
                 kinds.append_value(kind);
-                entries.append_value(
-                    apache_avro::to_avro_datum(&MANIFEST_SCHEMA, entry.to_avro()).map_err(avro)?,
-                );
+                entries.append_value(entry_datum(entry).map_err(avro)?);
             }
         }
         for (kind, list) in [
@@ -119,9 +116,7 @@ impl CompactOutcome {
         ] {
             for entry in list {
                 kinds.append_value(kind);
-                entries.append_value(
-                    apache_avro::to_avro_datum(&INDEX_MANIFEST_SCHEMA, entry.to_avro()).map_err(avro)?,
-                );
+                entries.append_value(index_entry_datum(entry).map_err(avro)?);
             }
         }
         Ok(RecordBatch::try_new(
@@ -139,25 +134,13 @@ impl CompactOutcome {
             return exec_err!("{what} has columns of the wrong types");
         };
         for i in 0..batch.num_rows() {
-            let kind = kinds.value(i);
-            let index = kind.starts_with("index");
-            let schema = if index {
-                &*INDEX_MANIFEST_SCHEMA
-            } else {
-                &*MANIFEST_SCHEMA
-            };
-            let value = apache_avro::from_avro_datum(schema, &mut Cursor::new(entries.value(i)), None)
-                .map_err(|e| exec_datafusion_err!("Invalid entry in {what}: {e}"))?;
-            match kind {
-                "before" => self.before.push(ManifestEntry::from_avro(&value, &what)?),
-                "after" => self.after.push(ManifestEntry::from_avro(&value, &what)?),
-                "changelog" => self.changelog.push(ManifestEntry::from_avro(&value, &what)?),
-                "index_added" => self
-                    .index_added
-                    .push(IndexManifestEntry::from_avro(&value, &what)?),
-                "index_removed" => self
-                    .index_removed
-                    .push(IndexManifestEntry::from_avro(&value, &what)?),
+            let bytes = entries.value(i);
+            match kinds.value(i) {
+                "before" => self.before.push(entry_from_datum(bytes, &what)?),
+                "after" => self.after.push(entry_from_datum(bytes, &what)?),
+                "changelog" => self.changelog.push(entry_from_datum(bytes, &what)?),
+                "index_added" => self.index_added.push(index_entry_from_datum(bytes, &what)?),
+                "index_removed" => self.index_removed.push(index_entry_from_datum(bytes, &what)?),
                 other => return exec_err!("{what} has an unknown kind '{other}'"),
             }
         }
@@ -323,11 +306,12 @@ impl PaimonCompactCommitExec {
     }
 
     fn for_new_statement(input: Arc<dyn ExecutionPlan>, job: Arc<CompactionJob>) -> Self {
-        let started = std::time::SystemTime::now()
-            .duration_since(std::time::SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0);
-        Self::new(input, job, uuid::Uuid::new_v4().to_string(), started)
+        Self::new(
+            input,
+            job,
+            uuid::Uuid::new_v4().to_string(),
+            crate::meta::now_millis(),
+        )
     }
 
     pub(crate) fn job(&self) -> (&Arc<CompactionJob>, &str, i64) {

@@ -254,3 +254,11 @@ impl TableMeta {
         futures::future::try_join_all(names.iter().map(|n| self.tag(n))).await
     }
 }
+
+/// Now, in epoch milliseconds: when a statement starts, for [`TableMeta::committed_by`].
+pub(crate) fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

@@ -243,3 +243,28 @@ impl IndexManifestEntry {
         ])
     }
 }
+
+/// One manifest entry as a bare Avro datum in the manifest's layout: how a writer task's files
+/// travel to the committer of a distributed write or compaction.
+pub fn entry_datum(entry: &ManifestEntry) -> Result<Vec<u8>, apache_avro::Error> {
+    apache_avro::to_avro_datum(&MANIFEST_SCHEMA, entry.to_avro())
+}
+
+/// One index-manifest entry as a bare Avro datum, as [`entry_datum`].
+pub fn index_entry_datum(entry: &IndexManifestEntry) -> Result<Vec<u8>, apache_avro::Error> {
+    apache_avro::to_avro_datum(&INDEX_MANIFEST_SCHEMA, entry.to_avro())
+}
+
+/// The manifest entry of an [`entry_datum`]; `what` names its source in errors.
+pub fn entry_from_datum(bytes: &[u8], what: &str) -> crate::error::Result<ManifestEntry> {
+    let value = apache_avro::from_avro_datum(&MANIFEST_SCHEMA, &mut std::io::Cursor::new(bytes), None)
+        .map_err(|e| crate::error::Error::corrupt(what, e))?;
+    ManifestEntry::from_avro(&value, what)
+}
+
+/// The index-manifest entry of an [`index_entry_datum`].
+pub fn index_entry_from_datum(bytes: &[u8], what: &str) -> crate::error::Result<IndexManifestEntry> {
+    let value = apache_avro::from_avro_datum(&INDEX_MANIFEST_SCHEMA, &mut std::io::Cursor::new(bytes), None)
+        .map_err(|e| crate::error::Error::corrupt(what, e))?;
+    IndexManifestEntry::from_avro(&value, what)
+}

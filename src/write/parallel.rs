@@ -21,7 +21,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use arrow::array::{Int32Array, RecordBatch, UInt64Array};
 use arrow::compute::cast;
@@ -122,6 +121,8 @@ fn properties(schema: SchemaRef, partitions: usize) -> Arc<PlanProperties> {
 pub struct PaimonBucketExec {
     input: Arc<dyn ExecutionPlan>,
     sink: Arc<dyn DataSink>,
+    /// The bucket key (column, name and table type) and the bucket count, resolved once.
+    keys: Arc<(Vec<(usize, String, DataType)>, i32)>,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
 }
@@ -133,10 +134,23 @@ impl PaimonBucketExec {
         let schema = Arc::new(Schema::new(fields));
         let partitions = input.output_partitioning().partition_count();
         let properties = properties(Arc::clone(&schema), partitions);
-        paimon(&sink)?;
+        let table = paimon(&sink)?;
+        let routing = table.routing()?;
+        let BucketMode::Fixed(n) = routing.buckets else {
+            return internal_err!("PaimonBucketExec runs for tables with fixed buckets only");
+        };
+        let columns = routing
+            .bucket_columns
+            .iter()
+            .map(|&c| {
+                let field = &table.schema.fields[c];
+                (c, field.name.clone(), field.data_type.to_arrow())
+            })
+            .collect();
         Ok(PaimonBucketExec {
             input,
             sink,
+            keys: Arc::new((columns, n)),
             schema,
             properties,
         })
@@ -189,34 +203,28 @@ impl ExecutionPlan for PaimonBucketExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        let sink = Arc::clone(&self.sink);
+        let keys = Arc::clone(&self.keys);
         let schema = Arc::clone(&self.schema);
         let input = self.input.execute(partition, context)?;
         let stream = input.map(move |batch| {
             let batch = batch?;
-            let sink = paimon(&sink)?;
-            let routing = sink.routing()?;
-            let BucketMode::Fixed(n) = routing.buckets else {
-                return internal_err!("PaimonBucketExec runs for tables with fixed buckets only");
-            };
+            let (columns, n) = keys.as_ref();
             // Paimon hashes the bucket key in the table's types: cast as the writer will.
-            let key_columns = routing
-                .bucket_columns
+            let key_columns = columns
                 .iter()
-                .map(|&c| {
-                    let target = sink.schema.fields[c].data_type.to_arrow();
-                    let column = batch.column(c);
-                    let column = if column.data_type() == &target {
+                .map(|(c, name, target)| {
+                    let column = batch.column(*c);
+                    let column = if column.data_type() == target {
                         Arc::clone(column)
                     } else {
-                        cast(column, &target)?
+                        cast(column, target)?
                     };
-                    Ok((sink.schema.fields[c].name.clone(), column))
+                    Ok((name.clone(), column))
                 })
                 .collect::<Result<Vec<_>>>()?;
             let keys = RecordBatch::try_from_iter(key_columns)?;
             let positions: Vec<usize> = (0..keys.num_columns()).collect();
-            let buckets = fixed_buckets(&keys, &positions, n)?;
+            let buckets = fixed_buckets(&keys, &positions, *n)?;
             let mut columns = batch.columns().to_vec();
             columns.push(Arc::new(Int32Array::from(buckets)));
             Ok(RecordBatch::try_new(Arc::clone(&schema), columns)?)
@@ -358,11 +366,12 @@ impl PaimonCommitExec {
 
     /// A committer for a statement planned now, with a fresh commit user.
     pub(crate) fn for_new_statement(input: Arc<dyn ExecutionPlan>, sink: Arc<dyn DataSink>) -> Result<Self> {
-        let started = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0);
-        Self::try_new(input, sink, uuid::Uuid::new_v4().to_string(), started)
+        Self::try_new(
+            input,
+            sink,
+            uuid::Uuid::new_v4().to_string(),
+            crate::meta::now_millis(),
+        )
     }
 
     pub(crate) fn sink(&self) -> &Arc<dyn DataSink> {
