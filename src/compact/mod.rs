@@ -37,7 +37,7 @@ pub use self::parallel::{CompactionJob, PaimonCompactCommitExec, PaimonCompactEx
 pub(crate) use self::record_expire::check_options as check_record_expire_options;
 pub(crate) use self::settings::{CompactSettings, Producer};
 use self::unit::{BucketCompaction, UnitResult};
-use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};
+use crate::meta::{CommitRequest, LiveFiles, OverwriteScope, PartitionBucket, TableMeta};
 use crate::spec::{paths, BinaryRow, Snapshot, TableOptions, TableSchema};
 
 /// Which buckets to compact.
@@ -79,6 +79,17 @@ fn part_of(group: &PartitionBucket, parts: usize) -> usize {
         hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
     }
     (hash % parts.max(1) as u64) as usize
+}
+
+/// The files a compaction starts from.
+#[derive(Clone, Copy)]
+enum Input<'a> {
+    /// The latest snapshot's live files.
+    Latest,
+    /// Those and a writer task's uncommitted files.
+    LatestAnd(&'a [crate::spec::ManifestEntry]),
+    /// Only a writer task's uncommitted files (an overwrite replaces the rest).
+    Only(&'a [crate::spec::ManifestEntry]),
 }
 
 /// How units are picked.
@@ -132,7 +143,7 @@ impl Compaction<'_> {
         }
         // Deletion-vector tables compact level 0 by lookup (forced pick), marking the rows
         // the new versions replace in their files' deletion vectors (semantics.md §10).
-        let strategy = if self.full_compaction_due(&settings).await? {
+        let strategy = if self.full_compaction_due(&settings, 0).await? {
             Strategy::Full
         } else {
             Strategy::AfterWrite
@@ -140,14 +151,73 @@ impl Compaction<'_> {
         self.run(&CompactScope::Buckets(written), strategy).await
     }
 
+    /// A writer task's compaction of the buckets it wrote, before its files are committed: a
+    /// distributed write compacts where it writes, as Paimon's Flink writers do, and its
+    /// committer commits the files (APPEND) and then this outcome (COMPACT). `written` are the
+    /// writer's uncommitted files; with `overwrite` they replace what the snapshot has in their
+    /// partitions, so they are compacted alone. Nothing is committed here.
+    pub(crate) async fn before_commit(
+        &self,
+        written: &[crate::spec::ManifestEntry],
+        overwrite: bool,
+    ) -> Result<Option<CompactOutcome>> {
+        let settings = CompactSettings::new(self.schema)?;
+        // Postpone files wait for `CALL sys.compact`: nothing compacts them after a write.
+        let written: Vec<crate::spec::ManifestEntry> = written
+            .iter()
+            .filter(|e| e.bucket != postpone::POSTPONE_BUCKET)
+            .cloned()
+            .collect();
+        if settings.write_only || written.is_empty() || !self.schema.has_primary_key() {
+            return Ok(None);
+        }
+        let buckets: BTreeSet<PartitionBucket> =
+            written.iter().map(|e| (e.partition.clone(), e.bucket)).collect();
+        let base = self.meta.latest_snapshot_id().await?.unwrap_or(0);
+        let strategy = if self.full_compaction_due(&settings, 1).await? {
+            Strategy::Full
+        } else {
+            Strategy::AfterWrite
+        };
+        let input = if overwrite {
+            Input::Only(&written)
+        } else {
+            Input::LatestAnd(&written)
+        };
+        match self
+            .compact_part(&CompactScope::Buckets(buckets), strategy, None, input)
+            .await
+        {
+            // files of the snapshot read were expired meanwhile: a later write compacts
+            Err(e) if crate::error::is_not_found(&e) && self.meta.moved_past(base).await? => Ok(None),
+            other => other,
+        }
+    }
+
+    /// Commits a writer's [`Self::before_commit`] outcome as the COMPACT snapshot following
+    /// the write's APPEND snapshot, under the write's `commit_user`. A conflict (another
+    /// process compacted the same files first) drops it, as after a local write.
+    pub(crate) async fn commit_before_commit(
+        &self,
+        outcome: CompactOutcome,
+        commit_user: &str,
+    ) -> Result<Option<Snapshot>> {
+        if outcome.is_empty() {
+            return Ok(None);
+        }
+        self.commit_outcome(outcome, Strategy::AfterWrite, Some(commit_user.to_string()))
+            .await
+    }
+
     /// Whether this write ends with a full compaction: always for the full-compaction
     /// producer (a batch job's commit identifier is a multiple of any interval), every N-th
-    /// write with `full-compaction.delta-commits = N`.
-    async fn full_compaction_due(&self, settings: &CompactSettings) -> Result<bool> {
+    /// write with `full-compaction.delta-commits = N`. `uncommitted` writes (0 or the one a
+    /// writer task is about to commit) count with the committed ones.
+    async fn full_compaction_due(&self, settings: &CompactSettings, uncommitted: i64) -> Result<bool> {
         match settings.delta_commits {
             Some(n) if n > 1 => {
                 // writes since the last COMPACT snapshot, this one included
-                let mut writes = 0;
+                let mut writes = uncommitted;
                 for id in self.meta.snapshot_ids().await?.into_iter().rev() {
                     let snapshot = self.meta.snapshot(id).await?;
                     if snapshot.commit_kind == "COMPACT" {
@@ -163,7 +233,7 @@ impl Compaction<'_> {
     }
 
     async fn run(&self, scope: &CompactScope, strategy: Strategy) -> Result<Option<Snapshot>> {
-        match self.compact_part(scope, strategy, None).await? {
+        match self.compact_part(scope, strategy, None, Input::Latest).await? {
             Some(outcome) => self.commit_outcome(outcome, strategy, None).await,
             None => Ok(None),
         }
@@ -177,7 +247,7 @@ impl Compaction<'_> {
         part: usize,
         parts: usize,
     ) -> Result<Option<CompactOutcome>> {
-        self.compact_part(scope, Strategy::Full, Some((part, parts)))
+        self.compact_part(scope, Strategy::Full, Some((part, parts)), Input::Latest)
             .await
     }
 
@@ -204,6 +274,7 @@ impl Compaction<'_> {
         scope: &CompactScope,
         strategy: Strategy,
         part: Option<(usize, usize)>,
+        input: Input<'_>,
     ) -> Result<Option<CompactOutcome>> {
         let refusal = crate::spec::options::unsupported_for_new_files(&self.schema.options)
             .or_else(|| crate::spec::options::rewrites_lose_row_ids(&self.schema.options));
@@ -218,9 +289,21 @@ impl Compaction<'_> {
                 self.table
             );
         }
-        let Some((latest, live)) = self.meta.latest_live_files().await? else {
-            return Ok(None);
+        let (latest, mut live) = match input {
+            Input::Only(_) => (None, LiveFiles::default()),
+            Input::Latest | Input::LatestAnd(_) => match self.meta.latest_live_files().await? {
+                Some((latest, live)) => (Some(latest), live),
+                None => (None, LiveFiles::default()),
+            },
         };
+        if let Input::LatestAnd(written) | Input::Only(written) = input {
+            for e in written {
+                live.groups
+                    .entry((e.partition.clone(), e.bucket))
+                    .or_default()
+                    .push(e.clone());
+            }
+        }
         let settings = CompactSettings::new(self.schema)?;
         let options = TableOptions::parse(&self.schema.options)?;
         // one clock for the whole compaction, as each Java rewriter takes it when it starts
@@ -230,8 +313,11 @@ impl Compaction<'_> {
         };
         // Files written with deletion vectors (by Java Paimon) are read without their deleted rows.
         let index_dirs = paths::IndexFileDirs::of(self.schema);
-        let deletion_vectors = self.meta.deletion_vectors(&latest, &index_dirs).await?;
-        let index_entries = match &latest.index_manifest {
+        let deletion_vectors = match &latest {
+            Some(latest) => self.meta.deletion_vectors(latest, &index_dirs).await?,
+            None => Default::default(),
+        };
+        let index_entries = match latest.as_ref().and_then(|l| l.index_manifest.as_ref()) {
             Some(name) => self.meta.index_manifest(name).await?,
             None => vec![],
         };

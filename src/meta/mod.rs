@@ -17,7 +17,7 @@ pub(crate) use commit::{CommitRequest, OverwriteScope, RowLevelBase};
 pub(crate) use consumers::valid_consumer_id;
 pub(crate) use manifest_cache::{manifest_cache, ManifestCache, DEFAULT_MANIFEST_CACHE_BYTES};
 pub(crate) use manifest_codec::ManifestFormat;
-pub(crate) use manifests::PartitionBucket;
+pub(crate) use manifests::{LiveFiles, PartitionBucket};
 pub(crate) use snapshots::now_millis;
 
 use std::sync::Arc;

@@ -6,8 +6,12 @@
 //! manifests use, plus one row carrying the writer's row count:
 //!
 //! ```text
-//! rows: UInt64 | kind: Utf8 ("rows", "data", "changelog", "index") | entry: Binary
+//! rows: UInt64 | kind: Utf8 | entry: Binary
 //! ```
+//!
+//! Kinds: `rows`; `data`, `changelog`, `index` (the write's files); `compact-before`,
+//! `compact-after`, `compact-changelog`, `compact-index-added`, `compact-index-removed` (the
+//! writer's compaction of its buckets, committed as the COMPACT snapshot after the write's).
 
 use std::io::Cursor;
 use std::sync::{Arc, LazyLock};
@@ -16,6 +20,7 @@ use arrow::array::{Array, AsArray, BinaryBuilder, RecordBatch, StringBuilder, UI
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
 use datafusion::common::{exec_datafusion_err, exec_err, Result};
 
+use crate::compact::CompactOutcome;
 use crate::spec::manifest_write::{INDEX_MANIFEST_SCHEMA, MANIFEST_SCHEMA};
 use crate::spec::{IndexManifestEntry, ManifestEntry};
 
@@ -32,6 +37,11 @@ const ROWS: &str = "rows";
 const DATA: &str = "data";
 const CHANGELOG: &str = "changelog";
 const INDEX: &str = "index";
+const COMPACT_BEFORE: &str = "compact-before";
+const COMPACT_AFTER: &str = "compact-after";
+const COMPACT_CHANGELOG: &str = "compact-changelog";
+const COMPACT_INDEX_ADDED: &str = "compact-index-added";
+const COMPACT_INDEX_REMOVED: &str = "compact-index-removed";
 
 /// What one writer wrote and has not committed: the commit message of a writer task.
 #[derive(Debug, Default)]
@@ -46,12 +56,23 @@ pub(crate) struct WrittenFiles {
     pub(crate) index_added: Vec<crate::spec::IndexManifestEntry>,
     /// A MERGE into an append table: the rows it took from existing files (local only).
     pub(crate) append_marks: Option<super::merge_append::AppendMergeMarks>,
+    /// The writer's compaction of the buckets it wrote (a distributed write), not committed.
+    pub(crate) compaction: CompactOutcome,
 }
 
 impl WrittenFiles {
     /// These files as commit-message rows.
     pub(crate) fn to_message_batch(&self) -> Result<RecordBatch> {
-        let n = 1 + self.added.len() + self.changelog.len() + self.index_added.len();
+        let c = &self.compaction;
+        let n = 1
+            + self.added.len()
+            + self.changelog.len()
+            + self.index_added.len()
+            + c.before.len()
+            + c.after.len()
+            + c.changelog.len()
+            + c.index_added.len()
+            + c.index_removed.len();
         let mut rows = UInt64Builder::with_capacity(n);
         let mut kinds = StringBuilder::with_capacity(n, n * 8);
         let mut entries = BinaryBuilder::with_capacity(n, n * 512);
@@ -59,16 +80,31 @@ impl WrittenFiles {
         kinds.append_value(ROWS);
         entries.append_null();
         let data = |e: &ManifestEntry| apache_avro::to_avro_datum(&MANIFEST_SCHEMA, e.to_avro());
-        for (kind, list) in [(DATA, &self.added), (CHANGELOG, &self.changelog)] {
+        let data_lists = [
+            (DATA, &self.added),
+            (CHANGELOG, &self.changelog),
+            (COMPACT_BEFORE, &c.before),
+            (COMPACT_AFTER, &c.after),
+            (COMPACT_CHANGELOG, &c.changelog),
+        ];
+        for (kind, list) in data_lists {
             for entry in list {
                 rows.append_null();
                 kinds.append_value(kind);
                 entries.append_value(data(entry).map_err(|e| exec_datafusion_err!("{e}"))?);
             }
         }
-        for entry in &self.index_added {
+        let index_lists = [
+            (INDEX, &self.index_added),
+            (COMPACT_INDEX_ADDED, &c.index_added),
+            (COMPACT_INDEX_REMOVED, &c.index_removed),
+        ];
+        for (kind, entry) in index_lists
+            .into_iter()
+            .flat_map(|(kind, list)| list.iter().map(move |e| (kind, e)))
+        {
             rows.append_null();
-            kinds.append_value(INDEX);
+            kinds.append_value(kind);
             let bytes = apache_avro::to_avro_datum(&INDEX_MANIFEST_SCHEMA, entry.to_avro())
                 .map_err(|e| exec_datafusion_err!("{e}"))?;
             entries.append_value(bytes);
@@ -108,19 +144,30 @@ impl WrittenFiles {
                 return exec_err!("{what} has a {kind} row without an entry");
             }
             let mut bytes = Cursor::new(entries.value(i));
-            let schema = if kind == INDEX {
+            let index = matches!(kind, INDEX | COMPACT_INDEX_ADDED | COMPACT_INDEX_REMOVED);
+            let schema = if index {
                 &*INDEX_MANIFEST_SCHEMA
             } else {
                 &*MANIFEST_SCHEMA
             };
             let value = apache_avro::from_avro_datum(schema, &mut bytes, None)
                 .map_err(|e| exec_datafusion_err!("Invalid entry in {what}: {e}"))?;
+            if index {
+                let entry = IndexManifestEntry::from_avro(&value, &what)?;
+                match kind {
+                    INDEX => self.index_added.push(entry),
+                    COMPACT_INDEX_ADDED => self.compaction.index_added.push(entry),
+                    _ => self.compaction.index_removed.push(entry),
+                }
+                continue;
+            }
+            let entry = ManifestEntry::from_avro(&value, &what)?;
             match kind {
-                DATA => self.added.push(ManifestEntry::from_avro(&value, &what)?),
-                CHANGELOG => self.changelog.push(ManifestEntry::from_avro(&value, &what)?),
-                INDEX => self
-                    .index_added
-                    .push(IndexManifestEntry::from_avro(&value, &what)?),
+                DATA => self.added.push(entry),
+                CHANGELOG => self.changelog.push(entry),
+                COMPACT_BEFORE => self.compaction.before.push(entry),
+                COMPACT_AFTER => self.compaction.after.push(entry),
+                COMPACT_CHANGELOG => self.compaction.changelog.push(entry),
                 other => return exec_err!("{what} has an unknown kind '{other}'"),
             }
         }
@@ -172,9 +219,16 @@ mod tests {
             changelog: vec![entry("changelog-c.parquet", 1)],
             index_added: vec![],
             append_marks: None,
+            compaction: CompactOutcome {
+                before: vec![entry("data-a.parquet", 1)],
+                after: vec![entry("data-d.parquet", 1)],
+                changelog: vec![entry("changelog-e.parquet", 1)],
+                index_added: vec![],
+                index_removed: vec![],
+            },
         };
         let batch = written.to_message_batch().unwrap();
-        assert_eq!(batch.num_rows(), 4);
+        assert_eq!(batch.num_rows(), 7);
         let mut back = WrittenFiles::default();
         back.add_message_batch(&batch, "t").unwrap();
         back.add_message_batch(&batch, "t").unwrap();
@@ -182,5 +236,8 @@ mod tests {
         assert_eq!(back.added.len(), 4);
         assert_eq!(back.added[1], written.added[1]);
         assert_eq!(back.changelog[0], written.changelog[0]);
+        assert_eq!(back.compaction.before.len(), 2);
+        assert_eq!(back.compaction.after[0], written.compaction.after[0]);
+        assert_eq!(back.compaction.changelog[1], written.compaction.changelog[0]);
     }
 }

@@ -4,10 +4,12 @@
 //!
 //! ```text
 //! PaimonCommitExec        1 task: one snapshot of every writer's files, exactly once
-//!                         (commitUser + the statement's start), then compaction and expiration
+//!                         (commitUser + the statement's start), then one COMPACT snapshot
+//!                         of the writers' compactions, then expiration
 //!   CoalescePartitionsExec
 //!     PaimonWriteExec     a task per partition: writes the level-0 (and input changelog)
-//!                         files of the buckets routed to it; returns them as commit messages
+//!                         files of the buckets routed to it, compacts those buckets (level 0,
+//!                         lookup or full-compaction changelog); returns both as commit messages
 //!       RepartitionExec   hash of (partition columns, bucket): each bucket in one writer
 //!         PaimonBucketExec  Paimon's bucket of every row, as one more column
 //!           input
@@ -324,7 +326,10 @@ impl ExecutionPlan for PaimonWriteExec {
         };
         let sink = Arc::clone(&self.sink);
         let messages = futures::stream::once(async move {
-            let written = paimon(&sink)?.write_files(rows, &context).await?;
+            let sink = paimon(&sink)?;
+            let mut written = sink.write_files(rows, &context).await?;
+            // writers compact their own buckets, as Paimon's Flink writers do
+            sink.compact_written(&mut written, &context).await?;
             written.to_message_batch()
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(
@@ -462,9 +467,17 @@ impl ExecutionPlan for PaimonCommitExec {
                     written.add_message_batch(batch, &sink.table)?;
                 }
             }
+            // (operators, and the cluster's fault test, see where a statement commits)
+            log::info!(
+                "Paimon commit of {} by {user} started: {} data files, {} compacted",
+                sink.table,
+                written.added.len(),
+                written.compaction.before.len()
+            );
             let count = sink
                 .commit_written(written, &user, Some(started), &context)
                 .await?;
+            log::info!("Paimon commit of {} by {user} done: {count} rows", sink.table);
             Ok(RecordBatch::try_new(
                 count_schema(),
                 vec![Arc::new(UInt64Array::from(vec![count]))],

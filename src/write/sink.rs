@@ -674,19 +674,46 @@ impl PaimonSink {
             changelog,
             index_added,
             append_marks: matches!(self.kind, WriteKind::MergeRewrite(_)).then_some(append_marks),
+            compaction: Default::default(),
         })
+    }
+
+    /// A writer task of a distributed write: compacts the buckets of `written` before they
+    /// are committed (what follows a local write's commit), into `written.compaction`.
+    pub(crate) async fn compact_written(
+        &self,
+        written: &mut WrittenFiles,
+        context: &Arc<TaskContext>,
+    ) -> Result<()> {
+        let started = Instant::now();
+        let compaction = Compaction {
+            table: &self.table,
+            meta: &self.meta,
+            schema: &self.schema,
+            batch_size: context.session_config().batch_size(),
+            pool: Arc::clone(context.memory_pool()),
+            progress: StatementProgress::of(context),
+        };
+        let overwrite = matches!(self.kind, WriteKind::Overwrite(_));
+        if let Some(outcome) = compaction.before_commit(&written.added, overwrite).await? {
+            written.compaction = outcome;
+        }
+        self.metrics.compaction_time.add_elapsed(started);
+        Ok(())
     }
 
     /// The commit half: one snapshot of `written` (every writer's files) as `commit_user`,
     /// then what follows a write (compaction of the buckets written, expiration). Returns
-    /// the rows the statement took. With `exactly_once_since` (epoch millis no later than the
-    /// statement's start), a snapshot `commit_user` committed since then counts as this
-    /// commit: it is not made twice.
+    /// the rows the statement took. `distributed_since` (epoch millis no later than the
+    /// statement's start) marks the committer of a distributed write: a snapshot
+    /// `commit_user` committed since then counts as this commit (it is not made twice), and
+    /// the writers' compaction ([`Self::compact_written`]) is committed instead of compacting
+    /// here.
     pub(crate) async fn commit_written(
         &self,
         written: WrittenFiles,
         commit_user: &str,
-        exactly_once_since: Option<i64>,
+        distributed_since: Option<i64>,
         context: &Arc<TaskContext>,
     ) -> Result<u64> {
         let progress = StatementProgress::of(context);
@@ -696,6 +723,7 @@ impl PaimonSink {
             changelog,
             index_added,
             append_marks,
+            compaction: writers_compaction,
         } = written;
         flushed.sort_by(|a, b| {
             (&a.partition, a.bucket, &a.file.file_name).cmp(&(&b.partition, b.bucket, &b.file.file_name))
@@ -759,10 +787,11 @@ impl PaimonSink {
         let commit_started = Instant::now();
         // A retried commit task (or a retried stage of a distributed write) finds its own
         // snapshot and commits nothing again (Java's `filterCommitted`).
-        let earlier = match exactly_once_since {
+        let earlier = match distributed_since {
             Some(since) => self.meta.committed_by(commit_user, since).await?,
             None => None,
         };
+        let compacted_before = earlier.as_ref().is_some_and(|s| s.commit_kind == "COMPACT");
         let committed = match earlier {
             Some(snapshot) => Some(snapshot),
             None => self.meta.commit(&request).await?,
@@ -778,7 +807,13 @@ impl PaimonSink {
                 pool: Arc::clone(context.memory_pool()),
                 progress: progress.clone(),
             };
-            compaction.after_write(touched).await?;
+            if distributed_since.is_none() {
+                compaction.after_write(touched).await?;
+            } else if !compacted_before {
+                compaction
+                    .commit_before_commit(writers_compaction, commit_user)
+                    .await?;
+            }
             self.metrics.compaction_time.add_elapsed(compaction_started);
             let expire_started = Instant::now();
             self.expire_after_commit().await?;

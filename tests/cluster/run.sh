@@ -9,8 +9,8 @@
 # 2. writes.sql on the cluster; reads.sql on the cluster and in a local session: equal outputs;
 #    one snapshot per write statement; CALL sys.compact on the cluster (compact.sql), again equal;
 # 3. wall time of a 1M-row INSERT and of an aggregate, cluster against one local process;
-# 4. faults ($CLUSTER_FAULT_RUNS, default 10): kill -9 one executor at a random point of a
-#    1M-row INSERT (early: writers; late: the commit task). Afterwards the table holds every row
+# 4. faults ($CLUSTER_FAULT_RUNS, default 10): kill -9 one executor during a 1M-row INSERT, at
+#    a random point in odd runs and in the commit task (found in its log) in even runs. Afterwards the table holds every row
 #    exactly once, or the statement failed and nothing is committed; every committed file reads;
 #    remove_orphan_files leaves the table as it was.
 set -euo pipefail
@@ -148,17 +148,37 @@ for run in $(seq 1 "$fault_runs"); do
     timeout 300 "$bin/paimon-sql" --ballista "$cluster_url" -w "$warehouse" -q --format csv \
         -c "INSERT INTO $table SELECT * FROM src" >"$logs/fault-$run.out" 2>&1 &
     client=$!
-    # a random point: 0.1 to 4 s into the statement (writers early, the commit task late)
-    delay=$(awk -v r=$RANDOM 'BEGIN { printf "%.1f", 0.1 + (r % 40) / 10 }')
-    victim=$((RANDOM % 2 + 1))
-    sleep "$delay"
+    if [ $((run % 2)) = 1 ]; then
+        # a random point: 0.1 to 4 s into the statement (mostly the scan and the writers)
+        delay=$(awk -v r=$RANDOM 'BEGIN { printf "%.1f", 0.1 + (r % 40) / 10 }')
+        victim=$((RANDOM % 2 + 1))
+        sleep "$delay"
+        point="${delay}s"
+    else
+        # the commit task: the executor logging this statement's commit, 0-100 ms after it
+        # starts (before, during or just after the snapshot is written)
+        victim=""
+        for _ in $(seq 1 6000); do
+            for n in 1 2; do
+                if grep -q "Paimon commit of [a-z_]*\.$table by .* started" "$logs/executor-$n.log"; then
+                    victim=$n
+                    break 2
+                fi
+            done
+            sleep 0.01
+        done
+        [ -n "$victim" ] || { echo "run $run: the commit task never started" >&2; cat "$logs/fault-$run.out" >&2; exit 1; }
+        delay=$(awk -v r=$RANDOM 'BEGIN { printf "%.2f", (r % 11) / 100 }')
+        sleep "$delay"
+        point="the commit task (+${delay}s)"
+    fi
     kill -9 "${executor_pids[$victim]}" 2>/dev/null || true
     if wait "$client"; then status=ok; else status=failed; fi
     start_executor "$victim"
     wait_registered $((2 + run))
     rows=$(local_sql -c "SELECT count(*) FROM $table" | tail -n 1)
     commits=$(local_sql -c "SELECT count(*) FROM \"$table\$snapshots\"" | tail -n 1)
-    echo "run $run: killed executor $victim at ${delay}s; statement $status; $rows rows in $commits snapshot(s)"
+    echo "run $run: killed executor $victim at $point; statement $status; $rows rows in $commits snapshot(s)"
     case "$status/$rows/$commits" in
         ok/1000000/1 | failed/0/0 | failed/1000000/1) ;;
         *)

@@ -140,6 +140,13 @@ async fn parallel_writers_write_what_one_sink_writes() {
         // one write snapshot per statement (compactions may follow them, as locally)
         let writes = "SELECT count(*) FROM t$snapshots WHERE commit_kind <> 'COMPACT'";
         assert_eq!(count(&local, writes).await, count(&one, writes).await, "{create}");
+        if create.contains("lookup") {
+            // level 0 compacted after every write: by the writers here, after the commit there
+            let compactions = "SELECT count(*) FROM t$snapshots WHERE commit_kind = 'COMPACT'";
+            let made = count(&local, compactions).await;
+            assert_eq!(made, count(&one, compactions).await, "{create}");
+            assert!(made >= 4, "{made} compactions");
+        }
         if create.contains("changelog-producer") {
             // the changelog rows of every write, as the one-task sink produced them
             let changes = |latest: i64| {
@@ -162,16 +169,27 @@ async fn parallel_writers_write_what_one_sink_writes() {
 
 /// A commit run again (Ballista retrying the commit task, or the stages before it) finds its
 /// own snapshot and commits nothing twice; the second run's files are orphans that
-/// `remove_orphan_files` takes away, leaving the table as it was.
+/// `remove_orphan_files` takes away, leaving the table as it was. With the lookup changelog
+/// producer the writers compact their buckets, and their COMPACT snapshot is made once too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_commit_run_twice_commits_once() {
+    for (options, snapshots) in [
+        ("'write-only' = 'true'", 2),
+        // APPEND then the writers' COMPACT (with the lookup changelog), per statement
+        ("'changelog-producer' = 'lookup'", 4),
+    ] {
+        commit_runs_once(options, snapshots).await;
+    }
+}
+
+async fn commit_runs_once(options: &str, snapshots: i64) {
     let dir = tempfile::tempdir().unwrap();
     let warehouse = dir.path().to_str().unwrap().to_string();
     let session = parallel_session(&warehouse).await;
-    for sql in [
-        "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '4', 'write-only' = 'true')",
-        "INSERT INTO t VALUES (1, 'a'), (2, 'b')",
-    ] {
+    let create = format!(
+        "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '4', {options})"
+    );
+    for sql in [create.as_str(), "INSERT INTO t VALUES (1, 'a'), (2, 'b')"] {
         run_sql(&session, sql).await.unwrap();
     }
     let frame = session
@@ -195,7 +213,11 @@ async fn a_commit_run_twice_commits_once() {
         let counts = collect(plan, ctx).await.unwrap();
         assert_eq!(sorted_rows(&counts), vec!["| 5     |".to_string()]);
     }
-    assert_eq!(count(&session, "SELECT count(*) FROM t$snapshots").await, 2);
+    assert_eq!(
+        count(&session, "SELECT count(*) FROM t$snapshots").await,
+        snapshots,
+        "{options}"
+    );
     assert_eq!(count(&session, "SELECT count(*) FROM t").await, 6);
     let files = || walk(&dir.path().join("default.db/t"));
     let before = files();
@@ -221,6 +243,28 @@ async fn a_commit_run_twice_commits_once() {
         .map(String::from)
         .to_vec()
     );
+    if options.contains("lookup") {
+        // the second statement's changelog, produced by the writers' compaction, once
+        let changes = sorted_rows(
+            &run_sql(
+                &session,
+                "SELECT rowkind, k, v FROM paimon_incremental_query('default.t$audit_log', 2, 4)",
+            )
+            .await
+            .unwrap(),
+        );
+        let expected = [
+            "| +U      | 1 | x |",
+            "| +I      | 3 | c |",
+            "| +I      | 4 | d |",
+            "| +I      | 5 | e |",
+            "| +I      | 6 | f |",
+            "| -U      | 1 | a |",
+        ];
+        let mut expected = expected.map(String::from).to_vec();
+        expected.sort();
+        assert_eq!(changes, expected);
+    }
 }
 
 fn walk(dir: &std::path::Path) -> usize {
