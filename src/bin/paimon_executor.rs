@@ -13,7 +13,7 @@ use ballista_executor::config::Config;
 use ballista_executor::executor_process::{start_executor_process, ExecutorProcessConfig};
 use ballista_executor::health::spawn_health_server;
 use clap::Parser;
-use datafusion_paimon::distributed::{cluster_config, cluster_runtime, default_registry};
+use datafusion_paimon::distributed::{cluster_config, cluster_runtime, default_registry, executor_functions};
 use datafusion_paimon::CloudStores;
 use tracing_subscriber::EnvFilter;
 
@@ -34,6 +34,7 @@ async fn main() -> ballista_core::error::Result<()> {
     config.override_logical_codec = Some(codecs.ballista_logical_extension_codec());
     config.override_physical_codec = Some(codecs.ballista_physical_extension_codec());
     config.override_config_producer = Some(Arc::new(cluster_config));
+    config.override_function_registry = Some(executor_functions());
     // One registry for the process: a cloud store is built once, then shared by every task.
     let stores: Arc<CloudStores> = Arc::new(CloudStores::new(default_registry()));
     let temp_dir = config.work_dir.clone();

@@ -6,10 +6,12 @@
 use std::sync::Arc;
 
 use ballista::prelude::SessionConfigExt;
+use ballista_core::registry::BallistaFunctionRegistry;
 use datafusion::common::Result;
 use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
 use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
+use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::SessionConfig;
 
 use super::{with_paimon_codecs, ParallelWrites, SpreadNormalize};
@@ -27,10 +29,28 @@ pub fn cluster_config() -> SessionConfig {
 /// its own, which would leave a Paimon write one task; the static planner is used instead.
 pub fn scheduler_state(config: SessionConfig, runtime: Arc<RuntimeEnv>) -> Result<SessionState> {
     let state = ballista_core::utils::default_session_builder(static_planning(config))?;
-    Ok(
-        with_cluster_planning(SessionStateBuilder::new_from_existing(state).with_runtime_env(runtime))
-            .build(),
-    )
+    let mut builder = SessionStateBuilder::new_from_existing(state).with_runtime_env(runtime);
+    builder
+        .scalar_functions()
+        .get_or_insert_with(Vec::new)
+        .extend(cluster_functions());
+    Ok(with_cluster_planning(builder).build())
+}
+
+/// The functions Paimon statements plan with that DataFusion lacks (MERGE's cardinality
+/// check): a scheduler plans with them, an executor runs them.
+pub fn cluster_functions() -> Vec<Arc<ScalarUDF>> {
+    vec![crate::write::merge_cardinality_udf()]
+}
+
+/// Ballista's functions and [`cluster_functions`], for an executor
+/// (`ExecutorProcessConfig::override_function_registry`).
+pub fn executor_functions() -> Arc<BallistaFunctionRegistry> {
+    let mut registry = BallistaFunctionRegistry::default();
+    for f in cluster_functions() {
+        registry.scalar_functions.insert(f.name().to_string(), f);
+    }
+    Arc::new(registry)
 }
 
 /// `config` planned by Ballista's static planner, which applies the session's physical optimizer

@@ -25,8 +25,10 @@ use crate::meta::OverwriteScope;
 use crate::scan::{PaimonIncrementalScanExec, PaimonScanExec};
 use crate::spec::TableSchema;
 use crate::system_tables::ReadOnlyTable;
-use crate::table::{open_meta, PaimonTable, ScanKind, ScanOrigin, TableRecipe};
-use crate::write::{PaimonBucketExec, PaimonCommitExec, PaimonSink, PaimonWriteExec, WriteKind};
+use crate::table::{open_meta, MergeTarget, PaimonTable, ScanKind, ScanOrigin, TableRecipe};
+use crate::write::{
+    PaimonAssignExec, PaimonBucketExec, PaimonCommitExec, PaimonSink, PaimonWriteExec, WriteKind,
+};
 
 /// Encodes [`PaimonTable`] providers (the tables of `TableScan`s) for a Ballista scheduler;
 /// everything else (extension nodes, other providers, file formats) goes to `inner`.
@@ -42,6 +44,8 @@ const TABLE_MAGIC: &[u8] = b"paimon-table:";
 
 /// Prefix of a `CALL sys.compact` job's payload (a [`CompactRecipe`] as JSON).
 const COMPACT_MAGIC: &[u8] = b"paimon-compact:";
+/// A MERGE's target (`table::MergeTarget`) that writes rows with their kinds: the table's recipe.
+const MERGE_MAGIC: &[u8] = b"paimon-merge:";
 
 /// A [`CompactionJob`] as data.
 #[derive(Debug, Serialize, Deserialize)]
@@ -155,6 +159,10 @@ impl LogicalExtensionCodec for PaimonLogicalCodec {
             })?;
             return Ok(Arc::new(job.open(ctx)?));
         }
+        if let Some(recipe) = buf.strip_prefix(MERGE_MAGIC) {
+            let table = TableRecipe::from_bytes(recipe)?.open(ctx.runtime_env().as_ref())?;
+            return Ok(Arc::new(MergeTarget::writing_kinds(table)));
+        }
         let Some(recipe) = buf.strip_prefix(TABLE_MAGIC) else {
             return self.inner.try_decode_table_provider(buf, table_ref, schema, ctx);
         };
@@ -173,6 +181,11 @@ impl LogicalExtensionCodec for PaimonLogicalCodec {
             buf.extend(serde_json::to_vec(&CompactRecipe::of(job)).expect("a compaction recipe serializes"));
             return Ok(());
         }
+        if let Some(table) = node.downcast_ref::<MergeTarget>().and_then(MergeTarget::sendable) {
+            buf.extend_from_slice(MERGE_MAGIC);
+            buf.extend(TableRecipe::of(table).to_bytes());
+            return Ok(());
+        }
         if let Some(system) = node.downcast_ref::<ReadOnlyTable>() {
             if let Some((name, schema, batches)) = system.rows() {
                 buf.extend_from_slice(ROWS_MAGIC);
@@ -187,8 +200,10 @@ impl LogicalExtensionCodec for PaimonLogicalCodec {
                 .map_err(|e| {
                     e.context(format!(
                         "Table {table_ref} cannot be sent to Ballista: of the Paimon catalog, tables, \
-                         their views and metadata tables are distributable; table functions other \
-                         than paimon_incremental_query (generate_series, ...) are not"
+                         their views and metadata tables are distributable, and MERGE into \
+                         primary-key tables and inserting MERGEs; table functions other than \
+                         paimon_incremental_query (generate_series, ...) and MERGE that changes \
+                         rows of an append table are not"
                     ))
                 });
         };
@@ -213,13 +228,25 @@ enum NodeRecipe {
     /// `DataSinkExec` writing to a Paimon table: rebuilt over its decoded input. The executor
     /// running it writes the files and commits, as a local statement would.
     Sink(SinkRecipe),
-    /// The nodes of a parallel write (`write::parallel`), each over its decoded input.
-    Bucket(SinkRecipe),
+    /// The nodes of a parallel write (`write::parallel`, `write::assign`), each over its
+    /// decoded input.
+    Bucket {
+        sink: SinkRecipe,
+        /// dynamic buckets: how many assigners (0 for fixed buckets)
+        assigners: usize,
+    },
+    Assign {
+        sink: SinkRecipe,
+        assigners: usize,
+    },
     Writer(SinkRecipe),
     Commit {
         sink: SinkRecipe,
         commit_user: String,
         started_millis: i64,
+        /// a MERGE (Spark's four counts)
+        #[serde(default)]
+        merge: bool,
     },
     /// The nodes of a parallel `CALL sys.compact` (`compact::parallel`).
     Compact {
@@ -418,9 +445,21 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
                 let input = one_input("DataSinkExec", inputs)?;
                 return Ok(Arc::new(DataSinkExec::new(input, sink.open(ctx)?, None)));
             }
-            NodeRecipe::Bucket(sink) => {
+            NodeRecipe::Bucket { sink, assigners } => {
                 let input = one_input("PaimonBucketExec", inputs)?;
-                return Ok(Arc::new(PaimonBucketExec::try_new(input, sink.open(ctx)?)?));
+                return Ok(Arc::new(PaimonBucketExec::try_new(
+                    input,
+                    sink.open(ctx)?,
+                    assigners,
+                )?));
+            }
+            NodeRecipe::Assign { sink, assigners } => {
+                let input = one_input("PaimonAssignExec", inputs)?;
+                return Ok(Arc::new(PaimonAssignExec::try_new(
+                    input,
+                    sink.open(ctx)?,
+                    assigners,
+                )?));
             }
             NodeRecipe::Writer(sink) => {
                 let input = one_input("PaimonWriteExec", inputs)?;
@@ -430,6 +469,7 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
                 sink,
                 commit_user,
                 started_millis,
+                merge,
             } => {
                 let input = one_input("PaimonCommitExec", inputs)?;
                 return Ok(Arc::new(PaimonCommitExec::try_new(
@@ -437,6 +477,7 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
                     sink.open(ctx)?,
                     commit_user,
                     started_millis,
+                    merge,
                 )?));
             }
             NodeRecipe::Compact { job, parts } => {
@@ -549,7 +590,15 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
         let write = if let Some(exec) = node.downcast_ref::<DataSinkExec>() {
             SinkRecipe::of(exec.sink())?.map(NodeRecipe::Sink)
         } else if let Some(exec) = node.downcast_ref::<PaimonBucketExec>() {
-            SinkRecipe::of(exec.sink().as_ref())?.map(NodeRecipe::Bucket)
+            SinkRecipe::of(exec.sink().as_ref())?.map(|sink| NodeRecipe::Bucket {
+                sink,
+                assigners: exec.assigners(),
+            })
+        } else if let Some(exec) = node.downcast_ref::<PaimonAssignExec>() {
+            SinkRecipe::of(exec.sink().as_ref())?.map(|sink| NodeRecipe::Assign {
+                sink,
+                assigners: exec.assigners(),
+            })
         } else if let Some(exec) = node.downcast_ref::<PaimonWriteExec>() {
             SinkRecipe::of(exec.sink().as_ref())?.map(NodeRecipe::Writer)
         } else if let Some(exec) = node.downcast_ref::<PaimonCommitExec>() {
@@ -558,6 +607,7 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
                 sink,
                 commit_user: user.to_string(),
                 started_millis: started,
+                merge: exec.is_merge(),
             })
         } else if let Some(exec) = node.downcast_ref::<PaimonCompactExec>() {
             let (job, parts) = exec.job();

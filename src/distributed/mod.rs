@@ -54,8 +54,8 @@ use datafusion::prelude::SessionConfig;
 use datafusion_proto::physical_plan::{ComposedPhysicalExtensionCodec, PhysicalExtensionCodec};
 
 pub use cluster::{
-    cluster_config, cluster_runtime, default_registry, scheduler_state, static_planning,
-    with_cluster_planning,
+    cluster_config, cluster_functions, cluster_runtime, default_registry, executor_functions,
+    scheduler_state, static_planning, with_cluster_planning,
 };
 pub use codec::{PaimonLogicalCodec, PaimonPhysicalCodec};
 pub use parallel_writes::ParallelWrites;

@@ -18,7 +18,26 @@ use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
 use datafusion::physical_plan::repartition::RepartitionExec;
 use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 
-use crate::write::{FanOut, PaimonBucketExec, PaimonCommitExec, PaimonSink, PaimonWriteExec};
+use crate::table::MergeSinkExec;
+use crate::write::{
+    FanOut, PaimonAssignExec, PaimonBucketExec, PaimonCommitExec, PaimonSink, PaimonWriteExec,
+};
+
+/// `plan` hash-partitioned into `tasks` by (`partition_columns`, its last column).
+fn by_last_column(
+    plan: Arc<dyn ExecutionPlan>,
+    partition_columns: &[usize],
+    tasks: usize,
+) -> Result<Arc<dyn ExecutionPlan>> {
+    let schema = plan.schema();
+    let column = |i: usize| -> Arc<dyn PhysicalExpr> { Arc::new(Column::new(schema.field(i).name(), i)) };
+    let mut exprs: Vec<Arc<dyn PhysicalExpr>> = partition_columns.iter().map(|&c| column(c)).collect();
+    exprs.push(column(schema.fields().len() - 1));
+    Ok(Arc::new(RepartitionExec::try_new(
+        plan,
+        Partitioning::Hash(exprs, tasks),
+    )?))
+}
 
 /// Plans Paimon writes as parallel writers and one exactly-once committer.
 #[derive(Debug, Default)]
@@ -32,10 +51,15 @@ impl PhysicalOptimizerRule for ParallelWrites {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let writers = config.execution.target_partitions.max(1);
         plan.transform_up(|node| {
-            let Some(exec) = node.downcast_ref::<DataSinkExec>() else {
-                return Ok(Transformed::no(node));
-            };
-            let Some(sink) = exec.sink().downcast_ref::<PaimonSink>() else {
+            // an INSERT, INSERT OVERWRITE, DELETE or UPDATE, or a MERGE (Spark's counts)
+            let (sink, input, merge) = if let Some(exec) = node.downcast_ref::<DataSinkExec>() {
+                match exec.sink().downcast_ref::<PaimonSink>() {
+                    Some(sink) => (sink, exec.input(), false),
+                    None => return Ok(Transformed::no(node)),
+                }
+            } else if let Some(exec) = node.downcast_ref::<MergeSinkExec>() {
+                (exec.sink().as_ref(), exec.input(), true)
+            } else {
                 return Ok(Transformed::no(node));
             };
             let fan_out = sink.fan_out()?;
@@ -44,7 +68,7 @@ impl PhysicalOptimizerRule for ParallelWrites {
             }
             let sink: Arc<dyn DataSink> = Arc::new(sink.duplicate()?);
             // the sink's one-partition input, spread again
-            let mut input = Arc::clone(exec.input());
+            let mut input = Arc::clone(input);
             if let Some(coalesce) = input.downcast_ref::<CoalescePartitionsExec>() {
                 input = Arc::clone(coalesce.input());
             }
@@ -54,15 +78,21 @@ impl PhysicalOptimizerRule for ParallelWrites {
             let routed: Arc<dyn ExecutionPlan> = match fan_out {
                 FanOut::Buckets { partition_columns } => {
                     let bucketed: Arc<dyn ExecutionPlan> =
-                        Arc::new(PaimonBucketExec::try_new(input, Arc::clone(&sink))?);
-                    let bucket = bucketed.schema().fields().len() - 1;
-                    let mut exprs: Vec<Arc<dyn PhysicalExpr>> =
-                        partition_columns.iter().map(|&c| column(&bucketed, c)).collect();
-                    exprs.push(column(&bucketed, bucket));
-                    Arc::new(RepartitionExec::try_new(
-                        bucketed,
-                        Partitioning::Hash(exprs, writers),
-                    )?)
+                        Arc::new(PaimonBucketExec::try_new(input, Arc::clone(&sink), 0)?);
+                    by_last_column(bucketed, &partition_columns, writers)?
+                }
+                FanOut::Assign {
+                    partition_columns,
+                    assigners,
+                } => {
+                    // as Paimon's Flink sink: by key hash to the assigners, by bucket to the writers
+                    let assigners = assigners.unwrap_or(writers).min(writers);
+                    let keyed: Arc<dyn ExecutionPlan> =
+                        Arc::new(PaimonBucketExec::try_new(input, Arc::clone(&sink), assigners)?);
+                    let keyed = by_last_column(keyed, &partition_columns, writers)?;
+                    let assigned: Arc<dyn ExecutionPlan> =
+                        Arc::new(PaimonAssignExec::try_new(keyed, Arc::clone(&sink), assigners)?);
+                    by_last_column(assigned, &partition_columns, writers)?
                 }
                 FanOut::Columns(columns) => {
                     let exprs = columns.iter().map(|&c| column(&input, c)).collect();
@@ -82,7 +112,7 @@ impl PhysicalOptimizerRule for ParallelWrites {
             };
             let written = Arc::new(PaimonWriteExec::try_new(routed, Arc::clone(&sink))?);
             let messages = Arc::new(CoalescePartitionsExec::new(written));
-            let commit = PaimonCommitExec::for_new_statement(messages, sink)?;
+            let commit = PaimonCommitExec::for_new_statement(messages, sink, merge)?;
             Ok(Transformed::yes(Arc::new(commit) as Arc<dyn ExecutionPlan>))
         })
         .map(|t| t.data)

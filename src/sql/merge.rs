@@ -25,16 +25,12 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray};
-use arrow::datatypes::{DataType, Int64Type};
-use datafusion::common::{exec_err, plan_datafusion_err, plan_err, Result, ScalarValue, TableReference};
+use arrow::datatypes::DataType;
+use datafusion::common::{plan_datafusion_err, plan_err, Result, TableReference};
 use datafusion::dataframe::DataFrame;
 use datafusion::datasource::provider_as_source;
 use datafusion::logical_expr::dml::InsertOp;
-use datafusion::logical_expr::{
-    cast, col, ColumnarValue, DmlStatement, LogicalPlan, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl,
-    Signature, Volatility, WriteOp,
-};
+use datafusion::logical_expr::{cast, col, DmlStatement, LogicalPlan, WriteOp};
 use datafusion::sql::sqlparser::ast::{
     AssignmentTarget, Expr as SqlExpr, Merge, MergeAction, MergeClauseKind, MergeInsertKind, ObjectName,
     Statement, TableFactor,
@@ -55,7 +51,7 @@ const IN_TARGET: &str = "__paimon_in_target";
 /// The kind of a target row a copy-on-write MERGE keeps as it is (not a Paimon row kind).
 pub(crate) const KEEP: i8 = 99;
 /// The function that fails a MERGE whose target row more than one source row matches.
-const CARDINALITY_CHECK: &str = "paimon_merge_cardinality";
+use crate::write::MERGE_CARDINALITY_CHECK as CARDINALITY_CHECK;
 
 /// Whether `sql` is a MERGE statement.
 pub(crate) fn is_merge(sql: &str) -> bool {
@@ -478,7 +474,7 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
         },
         quoted_literal(&target_name.to_string()),
     );
-    ctx.register_udf(ScalarUDF::from(CardinalityCheck::new()));
+    ctx.register_udf(crate::write::merge_cardinality_udf().as_ref().clone());
     let rows = match addressed {
         Some(provider) => {
             let name = TableReference::bare(target_rows.as_str());
@@ -534,60 +530,6 @@ pub(crate) async fn plan(session: &PaimonSession, sql: &str) -> Result<DataFrame
 
 fn quoted_literal(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
-}
-
-/// `paimon_merge_cardinality(n, keep, table)`: `keep` (NULL as false), unless some `n` (how
-/// many source rows matched a target row) is above 1, which fails the statement naming the
-/// table.
-#[derive(Debug, PartialEq, Eq, Hash)]
-struct CardinalityCheck {
-    signature: Signature,
-}
-
-impl CardinalityCheck {
-    fn new() -> Self {
-        CardinalityCheck {
-            signature: Signature::exact(
-                vec![DataType::Int64, DataType::Boolean, DataType::Utf8],
-                Volatility::Volatile,
-            ),
-        }
-    }
-}
-
-impl ScalarUDFImpl for CardinalityCheck {
-    fn name(&self) -> &str {
-        CARDINALITY_CHECK
-    }
-
-    fn signature(&self) -> &Signature {
-        &self.signature
-    }
-
-    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
-        Ok(DataType::Boolean)
-    }
-
-    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let n = args.number_rows;
-        let table = match &args.args[2] {
-            ColumnarValue::Scalar(ScalarValue::Utf8(Some(t))) => t.clone(),
-            _ => "the target".to_string(),
-        };
-        let counts: ArrayRef = args.args[0].to_array(n)?;
-        let counts = counts.as_primitive::<Int64Type>();
-        if let Some(i) = (0..counts.len()).find(|&i| counts.is_valid(i) && counts.value(i) > 1) {
-            return exec_err!(
-                "MERGE INTO {table}: a target row was matched by {} source rows; each target row may match at most one (rewrite the source so its rows are unique per join key)",
-                counts.value(i)
-            );
-        }
-        let keep = args.args[1].to_array(n)?;
-        let keep = keep.as_boolean();
-        Ok(ColumnarValue::Array(Arc::new(BooleanArray::from_iter(
-            keep.iter().map(|k| Some(k == Some(true))),
-        ))))
-    }
 }
 
 #[cfg(test)]

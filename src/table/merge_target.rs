@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{AsArray, Int64Array, RecordBatch};
+use arrow::array::AsArray;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::Session;
@@ -183,6 +183,30 @@ impl MergeTarget {
         self.rows.clone()
     }
 
+    /// The table, when this MERGE can be planned on another process from it alone (it writes
+    /// rows with their kinds; a MERGE that rewrites append files carries what it read).
+    pub(crate) fn sendable(&self) -> Option<&PaimonTable> {
+        matches!(self.kind, WriteKind::Merge).then_some(&self.table)
+    }
+
+    /// The target of a MERGE into `table` that writes rows with their kinds (as
+    /// [`PaimonTable::merge_target`] plans it for primary-key tables), for a decoded plan.
+    pub(crate) fn writing_kinds(table: PaimonTable) -> MergeTarget {
+        let mut fields: Vec<Field> = table
+            .arrow_schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect();
+        fields.push(Field::new(MERGE_KIND_COLUMN, DataType::Int8, false));
+        MergeTarget {
+            table,
+            schema: Arc::new(Schema::new(fields)),
+            kind: WriteKind::Merge,
+            rows: None,
+        }
+    }
+
     /// Whether the MERGE marks changed rows in deletion vectors (an append table with
     /// `deletion-vectors.enabled`) rather than rewriting their files.
     pub(crate) fn marks_rows(&self) -> bool {
@@ -224,19 +248,7 @@ impl TableProvider for MergeTarget {
     }
 }
 
-/// Spark's result of a MERGE: rows changed in all, updated, deleted, inserted.
-fn merge_counts_schema() -> SchemaRef {
-    Arc::new(Schema::new(
-        [
-            "num_affected_rows",
-            "num_updated_rows",
-            "num_deleted_rows",
-            "num_inserted_rows",
-        ]
-        .map(|n| Field::new(n, DataType::Int64, false))
-        .to_vec(),
-    ))
-}
+use crate::write::merge_counts_schema;
 
 /// The DML node's output schema for a MERGE (see [`MergeSinkExec`]).
 pub(crate) fn merge_output_schema() -> Result<datafusion::common::DFSchemaRef> {
@@ -252,6 +264,16 @@ pub(crate) struct MergeSinkExec {
     input: Arc<dyn ExecutionPlan>,
     sink: Arc<crate::write::PaimonSink>,
     properties: Arc<PlanProperties>,
+}
+
+impl MergeSinkExec {
+    pub(crate) fn input(&self) -> &Arc<dyn ExecutionPlan> {
+        &self.input
+    }
+
+    pub(crate) fn sink(&self) -> &Arc<crate::write::PaimonSink> {
+        &self.sink
+    }
 }
 
 impl MergeSinkExec {
@@ -354,16 +376,7 @@ impl ExecutionPlan for MergeSinkExec {
         let stream = futures::stream::once(async move {
             datafusion::datasource::sink::DataSink::write_all(sink.as_ref(), counted, &context).await?;
             let [updated, deleted, inserted] = *counts.lock().expect("counts lock is never poisoned");
-            let column = |v: i64| Arc::new(Int64Array::from(vec![v])) as arrow::array::ArrayRef;
-            Ok(RecordBatch::try_new(
-                merge_counts_schema(),
-                vec![
-                    column(updated + deleted + inserted),
-                    column(updated),
-                    column(deleted),
-                    column(inserted),
-                ],
-            )?)
+            crate::write::merge_counts_batch([updated as u64, deleted as u64, inserted as u64])
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             merge_counts_schema(),

@@ -14,6 +14,7 @@ mod writes;
 
 pub(crate) use crate::scan::ReadView;
 pub(crate) use incremental::parse_time;
+pub(crate) use merge_target::{MergeSinkExec, MergeTarget};
 pub(crate) use open::{open_table, open_table_with_latest};
 #[cfg(feature = "ballista")]
 pub(crate) use origin::{ScanKind, ScanOrigin};

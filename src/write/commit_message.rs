@@ -9,7 +9,8 @@
 //! rows: UInt64 | kind: Utf8 | entry: Binary
 //! ```
 //!
-//! Kinds: `rows`; `data`, `changelog`, `index` (the write's files); `compact-before`,
+//! Kinds: `rows`; `updated`, `deleted`, `inserted` (a MERGE's rows of each kind, in `rows`);
+//! `data`, `changelog`, `index` (the write's files); `compact-before`,
 //! `compact-after`, `compact-changelog`, `compact-index-added`, `compact-index-removed` (the
 //! writer's compaction of its buckets, committed as the COMPACT snapshot after the write's).
 
@@ -34,6 +35,7 @@ pub(crate) static MESSAGE_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
 });
 
 const ROWS: &str = "rows";
+const MERGE_KINDS: [&str; 3] = ["updated", "deleted", "inserted"];
 const DATA: &str = "data";
 const CHANGELOG: &str = "changelog";
 const INDEX: &str = "index";
@@ -48,6 +50,8 @@ const COMPACT_INDEX_REMOVED: &str = "compact-index-removed";
 pub(crate) struct WrittenFiles {
     /// Input rows taken (written, or counted by a metadata-only delete).
     pub(crate) rows: u64,
+    /// A MERGE: its rows that update, delete and insert (Spark's counts).
+    pub(crate) merge_kinds: [u64; 3],
     /// Level-0 data files.
     pub(crate) added: Vec<ManifestEntry>,
     /// Changelog files (`changelog-producer = input`).
@@ -64,7 +68,7 @@ impl WrittenFiles {
     /// These files as commit-message rows.
     pub(crate) fn to_message_batch(&self) -> Result<RecordBatch> {
         let c = &self.compaction;
-        let n = 1
+        let n = 4
             + self.added.len()
             + self.changelog.len()
             + self.index_added.len()
@@ -79,6 +83,13 @@ impl WrittenFiles {
         rows.append_value(self.rows);
         kinds.append_value(ROWS);
         entries.append_null();
+        for (kind, n) in MERGE_KINDS.iter().zip(self.merge_kinds) {
+            if n > 0 {
+                rows.append_value(n);
+                kinds.append_value(kind);
+                entries.append_null();
+            }
+        }
         let data = |e: &ManifestEntry| apache_avro::to_avro_datum(&MANIFEST_SCHEMA, e.to_avro());
         let data_lists = [
             (DATA, &self.added),
@@ -138,6 +149,10 @@ impl WrittenFiles {
             let kind = kinds.value(i);
             if kind == ROWS {
                 self.rows += rows.value(i);
+                continue;
+            }
+            if let Some(k) = MERGE_KINDS.iter().position(|m| *m == kind) {
+                self.merge_kinds[k] += rows.value(i);
                 continue;
             }
             if entries.is_null(i) {
@@ -215,6 +230,7 @@ mod tests {
     fn messages_carry_files_and_row_counts_through_rows() {
         let written = WrittenFiles {
             rows: 42,
+            merge_kinds: [1, 0, 2],
             added: vec![entry("data-a.parquet", 1), entry("data-b.parquet", 3)],
             changelog: vec![entry("changelog-c.parquet", 1)],
             index_added: vec![],
@@ -228,11 +244,12 @@ mod tests {
             },
         };
         let batch = written.to_message_batch().unwrap();
-        assert_eq!(batch.num_rows(), 7);
+        assert_eq!(batch.num_rows(), 9);
         let mut back = WrittenFiles::default();
         back.add_message_batch(&batch, "t").unwrap();
         back.add_message_batch(&batch, "t").unwrap();
         assert_eq!(back.rows, 84);
+        assert_eq!(back.merge_kinds, [2, 0, 4]);
         assert_eq!(back.added.len(), 4);
         assert_eq!(back.added[1], written.added[1]);
         assert_eq!(back.changelog[0], written.changelog[0]);

@@ -2,10 +2,12 @@
 
 mod after_commit;
 mod append_dml;
+mod assign;
 mod buffer;
 mod commit_message;
 mod cross_partition;
 mod merge_append;
+mod merge_check;
 mod parallel;
 mod routing;
 mod sink;
@@ -13,7 +15,10 @@ mod sink_metrics;
 mod source_order;
 
 pub use append_dml::AppendDmlExec;
+pub use assign::PaimonAssignExec;
 pub(crate) use merge_append::{AppendMergeBase, ROW_ADDRESS_COLUMN};
+pub use merge_check::merge_cardinality_udf;
+pub(crate) use merge_check::{merge_counts_batch, merge_counts_schema, MERGE_CARDINALITY_CHECK};
 pub(crate) use parallel::FanOut;
 pub use parallel::{PaimonBucketExec, PaimonCommitExec, PaimonWriteExec};
 pub(crate) use sink::{PaimonSink, WriteKind, MERGE_KIND_COLUMN};

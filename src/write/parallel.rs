@@ -47,17 +47,27 @@ use crate::spec::bucket::fixed_buckets;
 
 /// The column [`PaimonBucketExec`] appends: the row's Paimon bucket.
 pub(crate) const BUCKET_COLUMN: &str = "__paimon_bucket";
+/// The column [`PaimonBucketExec`] appends for dynamic-bucket tables: the row's assigner
+/// (`write::assign`).
+pub(crate) const ASSIGNER_COLUMN: &str = "__paimon_assigner";
 
 /// How the rows of a write may be split over writer tasks.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum FanOut {
     /// Fixed buckets: by (these partition columns, Paimon's bucket).
     Buckets { partition_columns: Vec<usize> },
+    /// Dynamic buckets: by (these partition columns, the key's assigner) to `assigners`
+    /// bucket assigners (at most this many, else one per writer), then by (partition columns,
+    /// bucket) to the writers.
+    Assign {
+        partition_columns: Vec<usize>,
+        assigners: Option<usize>,
+    },
     /// By the hash of these input columns.
     Columns(Vec<usize>),
     /// Any split (bucket-unaware append tables: each writer writes its own files).
     Any,
-    /// One writer task (dynamic buckets without partitions, cross-partition upserts).
+    /// One writer task (cross-partition upserts: one global index of keys).
     Single,
     /// Not split into writers and a committer: metadata-only deletes and MERGE into an append
     /// table (it rewrites the files it read) keep their one-task sink.
@@ -81,12 +91,38 @@ impl PaimonSink {
             BucketMode::Unaware => FanOut::Any,
             BucketMode::Postpone => FanOut::Columns(routing.key_columns),
             BucketMode::Dynamic if !self.cross_partition_keys().is_empty() => FanOut::Single,
-            BucketMode::Dynamic if routing.partition_columns.is_empty() => FanOut::Single,
-            BucketMode::Dynamic => FanOut::Columns(routing.partition_columns),
+            BucketMode::Dynamic => FanOut::Assign {
+                partition_columns: routing.partition_columns,
+                assigners: self.assigner_count()?,
+            },
         })
     }
 
-    fn table_name(&self) -> &str {
+    /// The number of dynamic-bucket assigners the table asks for, as Paimon's Flink sink
+    /// counts them: `dynamic-bucket.initial-buckets` caps `dynamic-bucket.assigner-parallelism`
+    /// (`None`: one per writer).
+    fn assigner_count(&self) -> Result<Option<usize>> {
+        let option = |key: &str| -> Result<Option<usize>> {
+            match self.schema.options.get(key) {
+                None => Ok(None),
+                Some(v) => match v.trim().parse::<usize>() {
+                    Ok(n) if n > 0 => Ok(Some(n)),
+                    _ => datafusion::common::exec_err!(
+                        "Option '{key}' of table {} must be a positive integer, got '{v}'",
+                        self.table
+                    ),
+                },
+            }
+        };
+        let parallelism = option("dynamic-bucket.assigner-parallelism")?;
+        Ok(match (option("dynamic-bucket.initial-buckets")?, parallelism) {
+            (Some(initial), Some(p)) => Some(initial.min(p)),
+            (Some(initial), None) => Some(initial),
+            (None, p) => p,
+        })
+    }
+
+    pub(super) fn table_name(&self) -> &str {
         &self.table
     }
 
@@ -103,12 +139,12 @@ impl PaimonSink {
 }
 
 /// The sink a parallel-write node works for (it is a [`PaimonSink`]).
-fn paimon(sink: &Arc<dyn DataSink>) -> Result<&PaimonSink> {
+pub(super) fn paimon(sink: &Arc<dyn DataSink>) -> Result<&PaimonSink> {
     sink.downcast_ref::<PaimonSink>()
         .ok_or_else(|| exec_datafusion_err!("A parallel Paimon write needs a Paimon sink"))
 }
 
-fn properties(schema: SchemaRef, partitions: usize) -> Arc<PlanProperties> {
+pub(super) fn properties(schema: SchemaRef, partitions: usize) -> Arc<PlanProperties> {
     Arc::new(PlanProperties::new(
         EquivalenceProperties::new(schema),
         Partitioning::UnknownPartitioning(partitions),
@@ -118,29 +154,45 @@ fn properties(schema: SchemaRef, partitions: usize) -> Arc<PlanProperties> {
 }
 
 /// Appends [`BUCKET_COLUMN`], each row's bucket by Paimon's hash of its bucket key (the table's
-/// columns come first in the input; a MERGE's kind column may follow).
+/// columns come first in the input; a MERGE's kind column may follow). For a dynamic-bucket
+/// table it appends [`ASSIGNER_COLUMN`] instead: the same hash of the primary key modulo the
+/// number of assigners.
 #[derive(Debug)]
 pub struct PaimonBucketExec {
     input: Arc<dyn ExecutionPlan>,
     sink: Arc<dyn DataSink>,
-    /// The bucket key (column, name and table type) and the bucket count, resolved once.
+    /// The bucket key (column, name and table type) and the bucket (or assigner) count,
+    /// resolved once.
     keys: Arc<(Vec<(usize, String, DataType)>, i32)>,
+    /// Dynamic buckets: how many assigners (0 for fixed buckets).
+    assigners: usize,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
 }
 
 impl PaimonBucketExec {
-    pub(crate) fn try_new(input: Arc<dyn ExecutionPlan>, sink: Arc<dyn DataSink>) -> Result<Self> {
+    /// `assigners`: for a dynamic-bucket table, how many assigners (ignored for fixed buckets).
+    pub(crate) fn try_new(
+        input: Arc<dyn ExecutionPlan>,
+        sink: Arc<dyn DataSink>,
+        assigners: usize,
+    ) -> Result<Self> {
+        let table = paimon(&sink)?;
+        let routing = table.routing()?;
+        let (column, n, assigners) = match routing.buckets {
+            BucketMode::Fixed(n) => (BUCKET_COLUMN, n, 0),
+            BucketMode::Dynamic if assigners > 0 => (ASSIGNER_COLUMN, assigners as i32, assigners),
+            _ => {
+                return internal_err!(
+                    "PaimonBucketExec runs for tables with fixed buckets, or dynamic buckets and assigners"
+                )
+            }
+        };
         let mut fields: Vec<Arc<Field>> = input.schema().fields().iter().cloned().collect();
-        fields.push(Arc::new(Field::new(BUCKET_COLUMN, DataType::Int32, false)));
+        fields.push(Arc::new(Field::new(column, DataType::Int32, false)));
         let schema = Arc::new(Schema::new(fields));
         let partitions = input.output_partitioning().partition_count();
         let properties = properties(Arc::clone(&schema), partitions);
-        let table = paimon(&sink)?;
-        let routing = table.routing()?;
-        let BucketMode::Fixed(n) = routing.buckets else {
-            return internal_err!("PaimonBucketExec runs for tables with fixed buckets only");
-        };
         let columns = routing
             .bucket_columns
             .iter()
@@ -153,6 +205,7 @@ impl PaimonBucketExec {
             input,
             sink,
             keys: Arc::new((columns, n)),
+            assigners,
             schema,
             properties,
         })
@@ -160,6 +213,11 @@ impl PaimonBucketExec {
 
     pub(crate) fn sink(&self) -> &Arc<dyn DataSink> {
         &self.sink
+    }
+
+    /// How many assigners (dynamic buckets), 0 for fixed buckets.
+    pub(crate) fn assigners(&self) -> usize {
+        self.assigners
     }
 }
 
@@ -199,7 +257,11 @@ impl ExecutionPlan for PaimonBucketExec {
         mut children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         match (children.pop(), children.is_empty()) {
-            (Some(input), true) => Ok(Arc::new(Self::try_new(input, Arc::clone(&self.sink))?)),
+            (Some(input), true) => Ok(Arc::new(Self::try_new(
+                input,
+                Arc::clone(&self.sink),
+                self.assigners,
+            )?)),
             _ => internal_err!("PaimonBucketExec takes one input"),
         }
     }
@@ -310,13 +372,15 @@ impl ExecutionPlan for PaimonWriteExec {
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         let input = self.input.execute(partition, Arc::clone(&context))?;
-        // the bucket column, if routed by bucket, is the writer's no more
+        // the bucket column, if routed by bucket, is the writer's no more, unless assigners
+        // chose it (dynamic buckets)
         let input_schema = self.input.schema();
         let bucketed = input_schema
             .fields()
             .last()
             .is_some_and(|f| f.name() == BUCKET_COLUMN);
-        let rows: SendableRecordBatchStream = if bucketed {
+        let assigned = bucketed && paimon(&self.sink)?.routing()?.buckets == BucketMode::Dynamic;
+        let rows: SendableRecordBatchStream = if bucketed && !assigned {
             let keep: Vec<usize> = (0..input_schema.fields().len() - 1).collect();
             let schema = Arc::new(input_schema.project(&keep)?);
             let stream = input.map(move |batch| Ok(batch?.project(&keep)?));
@@ -327,7 +391,7 @@ impl ExecutionPlan for PaimonWriteExec {
         let sink = Arc::clone(&self.sink);
         let messages = futures::stream::once(async move {
             let sink = paimon(&sink)?;
-            let mut written = sink.write_files(rows, &context).await?;
+            let mut written = sink.write_files(rows, assigned, &context).await?;
             // writers compact their own buckets, as Paimon's Flink writers do
             sink.compact_written(&mut written, &context).await?;
             written.to_message_batch()
@@ -349,6 +413,8 @@ pub struct PaimonCommitExec {
     sink: Arc<dyn DataSink>,
     commit_user: String,
     started_millis: i64,
+    /// A MERGE: reports Spark's four counts, not DML's one.
+    merge: bool,
     properties: Arc<PlanProperties>,
 }
 
@@ -358,25 +424,43 @@ impl PaimonCommitExec {
         sink: Arc<dyn DataSink>,
         commit_user: String,
         started_millis: i64,
+        merge: bool,
     ) -> Result<Self> {
         paimon(&sink)?;
+        let schema = if merge {
+            super::merge_counts_schema()
+        } else {
+            count_schema()
+        };
         Ok(PaimonCommitExec {
-            properties: properties(count_schema(), 1),
+            properties: properties(schema, 1),
             input,
             sink,
             commit_user,
             started_millis,
+            merge,
         })
     }
 
-    /// A committer for a statement planned now, with a fresh commit user.
-    pub(crate) fn for_new_statement(input: Arc<dyn ExecutionPlan>, sink: Arc<dyn DataSink>) -> Result<Self> {
+    /// A committer for a statement planned now, with a fresh commit user (`merge`: the
+    /// statement is a MERGE).
+    pub(crate) fn for_new_statement(
+        input: Arc<dyn ExecutionPlan>,
+        sink: Arc<dyn DataSink>,
+        merge: bool,
+    ) -> Result<Self> {
         Self::try_new(
             input,
             sink,
             uuid::Uuid::new_v4().to_string(),
             crate::meta::now_millis(),
+            merge,
         )
+    }
+
+    /// Whether the statement is a MERGE (Spark's four counts).
+    pub(crate) fn is_merge(&self) -> bool {
+        self.merge
     }
 
     pub(crate) fn sink(&self) -> &Arc<dyn DataSink> {
@@ -439,6 +523,7 @@ impl ExecutionPlan for PaimonCommitExec {
                 Arc::clone(&self.sink),
                 self.commit_user.clone(),
                 self.started_millis,
+                self.merge,
             )?)),
             _ => internal_err!("PaimonCommitExec takes one input"),
         }
@@ -457,7 +542,7 @@ impl ExecutionPlan for PaimonCommitExec {
             .map(|p| self.input.execute(p, Arc::clone(&context)))
             .collect::<Result<Vec<_>>>()?;
         let sink = Arc::clone(&self.sink);
-        let (user, started) = (self.commit_user.clone(), self.started_millis);
+        let (user, started, merge) = (self.commit_user.clone(), self.started_millis, self.merge);
         let stream = futures::stream::once(async move {
             let sink = paimon(&sink)?;
             let mut written = WrittenFiles::default();
@@ -474,15 +559,19 @@ impl ExecutionPlan for PaimonCommitExec {
                 written.added.len(),
                 written.compaction.before.len()
             );
+            let merge_kinds = written.merge_kinds;
             let count = sink
                 .commit_written(written, &user, Some(started), &context)
                 .await?;
             log::info!("Paimon commit of {} by {user} done: {count} rows", sink.table);
+            if merge {
+                return super::merge_counts_batch(merge_kinds);
+            }
             Ok(RecordBatch::try_new(
                 count_schema(),
                 vec![Arc::new(UInt64Array::from(vec![count]))],
             )?)
         });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(count_schema(), stream)))
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
     }
 }

@@ -1,9 +1,9 @@
 //! Where each input row of a write goes: its partition and bucket (semantics.md §1), found
 //! column by column for a whole batch.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use arrow::array::{Array, RecordBatch};
+use arrow::array::{Array, Int32Array, RecordBatch};
 use datafusion::common::{exec_err, Result};
 
 use crate::dynamic_bucket::BucketAssigner;
@@ -37,10 +37,13 @@ impl RowRouting {
     /// The (partition, bucket) targets of a batch and the index of every row's target.
     /// Partition and bucket-key values are encoded as BinaryRows straight from the columns into
     /// one reused buffer; dynamic buckets are assigned by `assigner`, which loads the index of
-    /// each partition the batch touches (`table` names the table in errors).
+    /// each partition the batch touches (`table` names the table in errors). A distributed
+    /// write's writer gets dynamic buckets `assigned` upstream (`write::assign`), one per row:
+    /// it only records their keys in its buckets' index.
     pub(super) async fn route(
         &self,
         batch: &RecordBatch,
+        assigned: Option<&Int32Array>,
         assigner: Option<&mut BucketAssigner>,
         meta: &TableMeta,
         table: &str,
@@ -80,6 +83,20 @@ impl RowRouting {
             (BucketMode::Fixed(n), _) => fixed_buckets(batch, &self.bucket_columns, n)?,
             (BucketMode::Unaware, _) => vec![0; rows],
             (BucketMode::Postpone, _) => vec![-2; rows],
+            (BucketMode::Dynamic, Some(assigner)) if assigned.is_some() => {
+                let buckets = assigned.expect("checked").values().to_vec();
+                let mut loaded: HashSet<(u32, i32)> = HashSet::new();
+                let mut buf = Vec::new();
+                for (row, p) in row_partition.iter().enumerate() {
+                    let partition = &partitions[*p as usize];
+                    if loaded.insert((*p, buckets[row])) {
+                        assigner.load_bucket(meta, partition, buckets[row]).await?;
+                    }
+                    BinaryRow::encode_columns(&bucket_columns, row, &mut buf)?;
+                    assigner.note(partition, buckets[row], hash_binary_row(&buf[4..]))?;
+                }
+                buckets
+            }
             (BucketMode::Dynamic, Some(assigner)) => {
                 for partition in &partitions {
                     assigner.load(meta, partition).await?;

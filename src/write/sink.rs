@@ -478,7 +478,7 @@ impl DataSink for PaimonSink {
     }
 
     async fn write_all(&self, data: SendableRecordBatchStream, context: &Arc<TaskContext>) -> Result<u64> {
-        let written = self.write_files(data, context).await?;
+        let written = self.write_files(data, false, context).await?;
         let commit_user = uuid::Uuid::new_v4().to_string();
         self.commit_written(written, &commit_user, None, context).await
     }
@@ -488,9 +488,12 @@ impl PaimonSink {
     /// The write half of a statement: routes `data` to buckets, writes level-0 (and input
     /// changelog) files, and returns them uncommitted. A distributed INSERT runs this in
     /// every writer task, over the rows routed to its buckets.
+    /// With `assigned`, the input's last column holds each row's dynamic bucket, chosen by a
+    /// distributed write's assigners (`write::assign`).
     pub(crate) async fn write_files(
         &self,
         mut data: SendableRecordBatchStream,
+        assigned: bool,
         context: &Arc<TaskContext>,
     ) -> Result<WrittenFiles> {
         let started = Instant::now();
@@ -502,12 +505,7 @@ impl PaimonSink {
             HashMap::new()
         };
         let mut assigner = match routing.buckets {
-            BucketMode::Dynamic => {
-                let options = AssignOptions::parse(&self.table, &self.schema)?;
-                let latest = self.meta.latest_snapshot().await?;
-                let fresh = matches!(self.kind, WriteKind::Overwrite(_));
-                Some(BucketAssigner::open(&self.meta, latest.as_ref(), options, fresh).await?)
-            }
+            BucketMode::Dynamic => Some(self.bucket_assigner().await?),
             _ => None,
         };
         // Cross-partition upsert: where every key lives, so a row for it can follow the engine.
@@ -543,6 +541,7 @@ impl PaimonSink {
         // Metadata-only deletes count the matching rows but write none.
         let truncate = matches!(self.kind, WriteKind::Truncate | WriteKind::DropPartitions(_));
         let mut append_marks = super::merge_append::AppendMergeMarks::default();
+        let mut merge_kinds = [0u64; 3];
         while let Some(batch) = data.next().await {
             let batch = batch?;
             count += batch.num_rows() as u64;
@@ -552,6 +551,15 @@ impl PaimonSink {
             if truncate || batch.num_rows() == 0 {
                 continue;
             }
+            let (batch, buckets) = if assigned {
+                let last = batch.num_columns().saturating_sub(1);
+                let buckets = cast(batch.column(last), &arrow::datatypes::DataType::Int32)?
+                    .as_primitive::<arrow::datatypes::Int32Type>()
+                    .clone();
+                (batch.project(&(0..last).collect::<Vec<_>>())?, Some(buckets))
+            } else {
+                (batch, None)
+            };
             // a MERGE's rows carry their kinds in a last column
             let (batch, given_kinds) = match &self.kind {
                 WriteKind::Merge => {
@@ -559,6 +567,14 @@ impl PaimonSink {
                     let kinds = cast(batch.column(last), &arrow::datatypes::DataType::Int8)?
                         .as_primitive::<Int8Type>()
                         .clone();
+                    for kind in kinds.iter().flatten() {
+                        match kind {
+                            row_kind::UPDATE_AFTER => merge_kinds[0] += 1,
+                            row_kind::DELETE => merge_kinds[1] += 1,
+                            row_kind::INSERT => merge_kinds[2] += 1,
+                            _ => {}
+                        }
+                    }
                     (batch.project(&(0..last).collect::<Vec<_>>())?, Some(kinds))
                 }
                 // an append table's rows to write, as inserts; the files and rows they came
@@ -571,14 +587,22 @@ impl PaimonSink {
             }
             let batch = self.validate(&batch)?;
             let (kinds, keep) = self.row_kinds(&batch, given_kinds)?;
-            let (batch, kinds) = match keep {
-                None => (batch, kinds),
+            let (batch, kinds, buckets) = match keep {
+                None => (batch, kinds, buckets),
                 Some(rows) => {
                     let rows = UInt32Array::from(rows);
                     let kinds = arrow::compute::take(&kinds, &rows, None)?
                         .as_primitive::<Int8Type>()
                         .clone();
-                    (take_record_batch(&batch, &rows)?, kinds)
+                    let buckets = match buckets {
+                        Some(b) => Some(
+                            arrow::compute::take(&b, &rows, None)?
+                                .as_primitive::<arrow::datatypes::Int32Type>()
+                                .clone(),
+                        ),
+                        None => None,
+                    };
+                    (take_record_batch(&batch, &rows)?, kinds, buckets)
                 }
             };
             let (batch, kinds) = match global_index.as_mut() {
@@ -589,7 +613,13 @@ impl PaimonSink {
                 continue;
             }
             let (targets, row_target) = routing
-                .route(&batch, assigner.as_mut(), &self.meta, &self.table)
+                .route(
+                    &batch,
+                    buckets.as_ref(),
+                    assigner.as_mut(),
+                    &self.meta,
+                    &self.table,
+                )
                 .await?;
             // One target takes the whole batch: no list of its rows.
             let mut target_rows: Vec<Vec<u32>> = vec![Vec::new(); targets.len()];
@@ -670,12 +700,22 @@ impl PaimonSink {
         self.metrics.write_time.add_elapsed(started);
         Ok(WrittenFiles {
             rows: count,
+            merge_kinds,
             added: flushed,
             changelog,
             index_added,
             append_marks: matches!(self.kind, WriteKind::MergeRewrite(_)).then_some(append_marks),
             compaction: Default::default(),
         })
+    }
+
+    /// The dynamic-bucket assigner of this write, from the latest snapshot's index (none for an
+    /// INSERT OVERWRITE: it replaces the partitions it writes, keys included).
+    pub(super) async fn bucket_assigner(&self) -> Result<BucketAssigner> {
+        let options = AssignOptions::parse(&self.table, &self.schema)?;
+        let latest = self.meta.latest_snapshot().await?;
+        let fresh = matches!(self.kind, WriteKind::Overwrite(_));
+        BucketAssigner::open(&self.meta, latest.as_ref(), options, fresh).await
     }
 
     /// A writer task of a distributed write: compacts the buckets of `written` before they
@@ -719,6 +759,7 @@ impl PaimonSink {
         let progress = StatementProgress::of(context);
         let WrittenFiles {
             rows: count,
+            merge_kinds: _,
             added: mut flushed,
             changelog,
             index_added,

@@ -10,3 +10,8 @@ SELECT rowkind, count(*), sum(k) FROM "pk$audit_log" GROUP BY rowkind ORDER BY r
 SELECT count(*), sum(k) FROM paimon_incremental_query('default.pk', 1, 3, 'diff');
 SELECT rowkind, count(*), sum(k) FROM paimon_incremental_query('default.cl$changelog', 1, 3) GROUP BY rowkind ORDER BY rowkind;
 SELECT snapshot_id, commit_kind FROM "pk$snapshots" ORDER BY snapshot_id;
+SELECT v = 'merged' AS merged, count(*), sum(k) FROM pk GROUP BY v = 'merged' ORDER BY merged;
+SELECT v = 'again' AS again, count(*), sum(k), count(DISTINCT k) FROM dyn GROUP BY v = 'again' ORDER BY again;
+SELECT rowkind, count(*), sum(k) FROM "dyn$audit_log" GROUP BY rowkind ORDER BY rowkind;
+SELECT rowkind, count(*), sum(k) FROM paimon_incremental_query('default.dyn$audit_log', 2, 4) GROUP BY rowkind ORDER BY rowkind;
+SELECT commit_kind, count(*) FROM "dyn$snapshots" GROUP BY commit_kind ORDER BY commit_kind;

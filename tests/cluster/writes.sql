@@ -8,3 +8,9 @@ CREATE TABLE cl (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket
 INSERT INTO cl SELECT k, v FROM src WHERE k % 100 < 5;
 INSERT INTO cl SELECT k, 'changed' FROM src WHERE k % 100 < 2;
 DELETE FROM cl WHERE k % 100 = 4;
+MERGE INTO pk USING (SELECT k, g FROM src WHERE k % 10 = 3) s ON pk.k = s.k WHEN MATCHED THEN UPDATE SET v = 'merged';
+-- Dynamic buckets without partitions: parallel assigners, writers compacting level 0 for the
+-- lookup changelog.
+CREATE TABLE dyn (k BIGINT, g INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('dynamic-bucket.target-row-num' = '100000', 'changelog-producer' = 'lookup');
+INSERT INTO dyn SELECT k, g, v FROM src WHERE k % 2 = 0;
+INSERT INTO dyn SELECT k, g, 'again' FROM src WHERE k % 3 = 0;

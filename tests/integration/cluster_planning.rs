@@ -70,12 +70,15 @@ async fn parallel_writers_write_what_one_sink_writes() {
          WITH ('bucket' = '4', 'changelog-producer' = 'input')",
         // fixed buckets with a bucket key of another type than the input's (INT from BIGINT)
         "CREATE TABLE t (k INT, p INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '3')",
-        // dynamic buckets: one assigner per partition
+        // dynamic buckets: assigners by key hash, then writers by bucket
         "CREATE TABLE t (k BIGINT, p INT, v STRING, PRIMARY KEY (k, p) NOT ENFORCED) PARTITIONED BY (p) \
          WITH ('bucket' = '-1', 'dynamic-bucket.target-row-num' = '300')",
-        // dynamic buckets without partitions: one writer
+        // dynamic buckets without partitions, lookup changelog
         "CREATE TABLE t (k BIGINT, p INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) \
-         WITH ('dynamic-bucket.target-row-num' = '300')",
+         WITH ('dynamic-bucket.target-row-num' = '300', 'changelog-producer' = 'lookup')",
+        // fewer assigners than writers
+        "CREATE TABLE t (k BIGINT, p INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) \
+         WITH ('dynamic-bucket.target-row-num' = '500', 'dynamic-bucket.assigner-parallelism' = '2')",
         // postponed buckets, then compacted
         "CREATE TABLE t (k BIGINT, p INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '-2')",
         // lookup changelog: level-0 compaction after each write
@@ -106,6 +109,11 @@ async fn parallel_writers_write_what_one_sink_writes() {
             .await
             .unwrap();
         }
+        // a first write by one local task (one assigner): the parallel assigners then find
+        // its keys in buckets they do not own
+        let first = "INSERT INTO t SELECT k, p, 'local' FROM src WHERE k % 7 = 0";
+        run_sql(&one, first).await.unwrap();
+        run_sql(&local, first).await.unwrap();
         let mut statements = vec![
             "INSERT INTO t SELECT * FROM src",
             "INSERT INTO t SELECT k, p, 'second' FROM src WHERE k % 4 = 0",
@@ -122,12 +130,44 @@ async fn parallel_writers_write_what_one_sink_writes() {
             statements.push("CALL sys.compact('default.t')");
         }
         for sql in &statements {
-            run_sql(&one, sql)
+            let expected = run_sql(&one, sql)
                 .await
                 .unwrap_or_else(|e| panic!("{create}\n{sql}: {e}"));
-            run_sql(&parallel, sql)
+            let actual = run_sql(&parallel, sql)
                 .await
                 .unwrap_or_else(|e| panic!("{create}\nparallel {sql}: {e}"));
+            // the statement's counts (a MERGE's four among them), as one task reports them
+            if !sql.starts_with("CALL") {
+                assert_eq!(sorted_rows(&actual), sorted_rows(&expected), "{create}\n{sql}");
+            }
+        }
+        if create.contains("PRIMARY KEY") {
+            let merge =
+                "EXPLAIN MERGE INTO t USING src s ON t.k = s.k AND t.p = s.p WHEN MATCHED THEN DELETE";
+            let shown = sorted_rows(&run_sql(&parallel, merge).await.unwrap()).join("\n");
+            assert!(
+                shown.contains("PaimonCommitExec") && shown.contains("PaimonWriteExec"),
+                "{shown}"
+            );
+        }
+        // and a last local write: it finds every key where the parallel writers' HASH files
+        // put it
+        let last = "INSERT INTO t SELECT k, p, 'again' FROM src WHERE k % 5 = 0";
+        run_sql(&one, last).await.unwrap();
+        run_sql(&local, last).await.unwrap();
+        if create.contains("dynamic-bucket") {
+            let shown = sorted_rows(
+                &run_sql(&parallel, "EXPLAIN INSERT INTO t SELECT * FROM src")
+                    .await
+                    .unwrap(),
+            )
+            .join("\n");
+            assert!(shown.contains("PaimonAssignExec"), "{shown}");
+            // the writes spread over several buckets, each key in one of them
+            let buckets = "SELECT count(DISTINCT bucket) FROM t$files";
+            assert!(count(&local, buckets).await > 3, "{create}");
+            let keys = "SELECT count(*) - count(DISTINCT k) FROM t";
+            assert_eq!(count(&local, keys).await, 0, "{create}");
         }
         let query = "SELECT p, v, count(*), sum(k) FROM t GROUP BY p, v";
         let expected = sorted_rows(&run_sql(&one, query).await.unwrap());

@@ -150,6 +150,7 @@ const INTEGER_OPTIONS: &[&str] = &[
     "compaction.max-size-amplification-percent",
     "compaction.min.file-num",
     "compaction.size-ratio",
+    "dynamic-bucket.assigner-parallelism",
     "dynamic-bucket.initial-buckets",
     "dynamic-bucket.max-buckets",
     "full-compaction.delta-commits",
