@@ -73,7 +73,7 @@ impl CompactOutcome {
 
 /// The part of `parts` compacting `group`: a stable hash of partition and bucket, the same on
 /// every executor.
-fn part_of(group: &PartitionBucket, parts: usize) -> usize {
+pub(crate) fn part_of(group: &PartitionBucket, parts: usize) -> usize {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in group.0.iter().chain(&group.1.to_le_bytes()) {
         hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);

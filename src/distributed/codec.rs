@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use datafusion::datasource::sink::{DataSink, DataSinkExec};
 
+use super::dml_recipe::DmlRecipe;
 use crate::changelog::ChangelogNormalizeExec;
 use crate::compact::{CompactionJob, PaimonCompactCommitExec, PaimonCompactExec};
 use crate::meta::OverwriteScope;
@@ -27,7 +28,8 @@ use crate::spec::TableSchema;
 use crate::system_tables::ReadOnlyTable;
 use crate::table::{open_meta, MergeTarget, PaimonTable, ScanKind, ScanOrigin, TableRecipe};
 use crate::write::{
-    PaimonAssignExec, PaimonBucketExec, PaimonCommitExec, PaimonSink, PaimonWriteExec, WriteKind,
+    AppendDmlCommitExec, AppendDmlExec, PaimonAssignExec, PaimonBucketExec, PaimonCommitExec, PaimonSink,
+    PaimonWriteExec, WriteKind,
 };
 
 /// Encodes [`PaimonTable`] providers (the tables of `TableScan`s) for a Ballista scheduler;
@@ -255,6 +257,17 @@ enum NodeRecipe {
     },
     CompactCommit {
         job: CompactRecipe,
+        commit_user: String,
+        started_millis: i64,
+    },
+    /// The nodes of a DELETE or UPDATE of an append table (`write::AppendDmlExec`, one task
+    /// for `parts` = None, and `write::AppendDmlCommitExec`).
+    AppendDml {
+        job: DmlRecipe,
+        parts: Option<usize>,
+    },
+    AppendDmlCommit {
+        job: DmlRecipe,
         commit_user: String,
         started_millis: i64,
     },
@@ -488,6 +501,22 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
                     parts,
                 )));
             }
+            NodeRecipe::AppendDml { job, parts } => {
+                return Ok(Arc::new(AppendDmlExec::of(job.open(ctx)?, parts)));
+            }
+            NodeRecipe::AppendDmlCommit {
+                job,
+                commit_user,
+                started_millis,
+            } => {
+                let input = one_input("AppendDmlCommitExec", inputs)?;
+                return Ok(Arc::new(AppendDmlCommitExec::new(
+                    input,
+                    job.open(ctx)?,
+                    commit_user,
+                    started_millis,
+                )));
+            }
             NodeRecipe::CompactCommit {
                 job,
                 commit_user,
@@ -619,6 +648,18 @@ impl PhysicalExtensionCodec for PaimonPhysicalCodec {
             let (job, user, started) = exec.job();
             Some(NodeRecipe::CompactCommit {
                 job: CompactRecipe::of(job),
+                commit_user: user.to_string(),
+                started_millis: started,
+            })
+        } else if let Some(exec) = node.downcast_ref::<AppendDmlExec>() {
+            Some(NodeRecipe::AppendDml {
+                job: DmlRecipe::of(exec.job())?,
+                parts: exec.parts(),
+            })
+        } else if let Some(exec) = node.downcast_ref::<AppendDmlCommitExec>() {
+            let (job, user, started) = exec.identity();
+            Some(NodeRecipe::AppendDmlCommit {
+                job: DmlRecipe::of(job)?,
                 commit_user: user.to_string(),
                 started_millis: started,
             })

@@ -43,6 +43,7 @@
 
 mod cluster;
 mod codec;
+mod dml_recipe;
 mod parallel_writes;
 mod split_groups;
 mod spread_normalize;

@@ -1,7 +1,7 @@
 //! The physical optimizer rule that turns a Paimon `DataSinkExec` (one task writing every file
 //! and committing) into parallel writer tasks and one committer (`write::parallel`): how a
 //! Ballista scheduler plans INSERT, INSERT OVERWRITE, DELETE, UPDATE and MERGE into a
-//! primary-key table. It runs last, on the plan the scheduler will split into stages: the
+//! primary-key table, and DELETE and UPDATE of an append table (`write::append_dml_commit`). It runs last, on the plan the scheduler will split into stages: the
 //! hash repartition before the writers and the coalesce before the committer are where the
 //! stages meet.
 
@@ -20,7 +20,8 @@ use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
 
 use crate::table::MergeSinkExec;
 use crate::write::{
-    FanOut, PaimonAssignExec, PaimonBucketExec, PaimonCommitExec, PaimonSink, PaimonWriteExec,
+    AppendDmlCommitExec, AppendDmlExec, FanOut, PaimonAssignExec, PaimonBucketExec, PaimonCommitExec,
+    PaimonSink, PaimonWriteExec,
 };
 
 /// `plan` hash-partitioned into `tasks` by (`partition_columns`, its last column).
@@ -51,6 +52,17 @@ impl PhysicalOptimizerRule for ParallelWrites {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let writers = config.execution.target_partitions.max(1);
         plan.transform_up(|node| {
+            // a DELETE or UPDATE of an append table: parts of its buckets, one commit
+            if let Some(exec) = node.downcast_ref::<AppendDmlExec>() {
+                if exec.parts().is_some() {
+                    return Ok(Transformed::no(node));
+                }
+                let job = Arc::clone(exec.job());
+                let parts = Arc::new(AppendDmlExec::of(Arc::clone(&job), Some(writers)));
+                let messages = Arc::new(CoalescePartitionsExec::new(parts));
+                let commit = AppendDmlCommitExec::for_new_statement(messages, job);
+                return Ok(Transformed::yes(Arc::new(commit) as Arc<dyn ExecutionPlan>));
+            }
             // an INSERT, INSERT OVERWRITE, DELETE or UPDATE, or a MERGE (Spark's counts)
             let (sink, input, merge) = if let Some(exec) = node.downcast_ref::<DataSinkExec>() {
                 match exec.sink().downcast_ref::<PaimonSink>() {

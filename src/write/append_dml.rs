@@ -33,6 +33,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 use futures::TryStreamExt;
 
+use super::commit_message::{WrittenFiles, MESSAGE_SCHEMA};
 use crate::deletion_vector::{
     merged_positions, write_bucket_index, DeletionVectorIndex, DELETION_VECTORS_INDEX,
 };
@@ -41,16 +42,20 @@ use crate::meta::{CommitRequest, OverwriteScope, RowLevelBase, TableMeta};
 use crate::scan::{load_file_schemas, prune_files, read_file, FileToRead, ReadLayout};
 use crate::spec::{paths, BinaryRow, FileKind, IndexManifestEntry, ManifestEntry, TableOptions, TableSchema};
 
-/// A row-level DELETE (`updates` = None) or UPDATE of an append table.
+/// A row-level DELETE (`updates` = None) or UPDATE of an append table: one task that reads,
+/// writes and commits, or (on a cluster) `parts` tasks that each take a share of the buckets and
+/// return their files as commit messages for one [`AppendDmlCommitExec`].
 #[derive(Debug)]
 pub struct AppendDmlExec {
     job: Arc<Job>,
+    /// `None`: the one task commits; `Some(n)`: n tasks, committed by the node above.
+    parts: Option<usize>,
     properties: Arc<PlanProperties>,
 }
 
 /// What one statement changes, and how.
 #[derive(Debug)]
-struct Job {
+pub(crate) struct Job {
     table: String,
     meta: Arc<TableMeta>,
     schema: Arc<TableSchema>,
@@ -74,12 +79,6 @@ impl AppendDmlExec {
         pruning: Option<Arc<PruningPredicate>>,
         updates: Option<Vec<Arc<dyn PhysicalExpr>>>,
     ) -> Self {
-        let properties = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(count_schema()),
-            Partitioning::UnknownPartitioning(1),
-            EmissionType::Final,
-            Boundedness::Bounded,
-        ));
         let job = Job {
             table,
             meta,
@@ -89,14 +88,84 @@ impl AppendDmlExec {
             pruning,
             updates,
         };
+        Self::of(Arc::new(job), None)
+    }
+
+    /// `job` run by one committing task, or by `parts` tasks returning commit messages.
+    pub(crate) fn of(job: Arc<Job>, parts: Option<usize>) -> Self {
+        let (schema, partitions) = match parts {
+            None => (count_schema(), 1),
+            Some(n) => (Arc::clone(&MESSAGE_SCHEMA), n.max(1)),
+        };
+        let properties = Arc::new(PlanProperties::new(
+            EquivalenceProperties::new(schema),
+            Partitioning::UnknownPartitioning(partitions),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        ));
         AppendDmlExec {
-            job: Arc::new(job),
+            job,
+            parts,
             properties,
         }
+    }
+
+    pub(crate) fn job(&self) -> &Arc<Job> {
+        &self.job
+    }
+
+    /// `Some(n)`: the statement runs as n tasks returning commit messages.
+    pub(crate) fn parts(&self) -> Option<usize> {
+        self.parts
     }
 }
 
 impl Job {
+    /// A job from its parts (a decoded plan); pruning follows from the predicate.
+    pub(crate) fn new(
+        table: String,
+        meta: Arc<TableMeta>,
+        schema: Arc<TableSchema>,
+        predicate: Arc<dyn PhysicalExpr>,
+        updates: Option<Vec<Arc<dyn PhysicalExpr>>>,
+    ) -> Result<Self> {
+        let options = TableOptions::parse(&schema.options)?;
+        let pruning = crate::scan::pruning_predicate(&schema, Some(&predicate));
+        Ok(Job {
+            table,
+            meta,
+            schema,
+            options,
+            predicate,
+            pruning,
+            updates,
+        })
+    }
+
+    /// Table name, its metadata, the schema it writes with, the predicate and the updates.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn parts(
+        &self,
+    ) -> (
+        &str,
+        &Arc<TableMeta>,
+        &Arc<TableSchema>,
+        &Arc<dyn PhysicalExpr>,
+        Option<&[Arc<dyn PhysicalExpr>]>,
+    ) {
+        (
+            &self.table,
+            &self.meta,
+            &self.schema,
+            &self.predicate,
+            self.updates.as_deref(),
+        )
+    }
+
+    pub(crate) fn table(&self) -> &str {
+        &self.table
+    }
+
     fn statement(&self) -> &'static str {
         if self.updates.is_some() {
             "UPDATE"
@@ -128,7 +197,11 @@ impl DisplayAs for AppendDmlExec {
             self.job.statement(),
             self.job.mode(),
             self.job.predicate
-        )
+        )?;
+        match self.parts {
+            Some(n) => write!(f, ", parts={n}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -164,19 +237,34 @@ impl ExecutionPlan for AppendDmlExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        if partition != 0 {
-            return internal_err!("AppendDmlExec has one partition, asked for {partition}");
+        let partitions = self.parts.unwrap_or(1);
+        if partition >= partitions {
+            return internal_err!("AppendDmlExec has {partitions} partitions, asked for {partition}");
         }
         let job = Arc::clone(&self.job);
         let batch_size = context.session_config().batch_size();
+        let Some(parts) = self.parts else {
+            let stream = futures::stream::once(async move {
+                let changes = job.changes(None, batch_size).await?;
+                let count = job
+                    .commit(changes, &uuid::Uuid::new_v4().to_string(), None)
+                    .await?;
+                Ok(RecordBatch::try_new(
+                    count_schema(),
+                    vec![Arc::new(UInt64Array::from(vec![count]))],
+                )?)
+            });
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(count_schema(), stream)));
+        };
         let stream = futures::stream::once(async move {
-            let count = job.run(batch_size).await?;
-            Ok(RecordBatch::try_new(
-                count_schema(),
-                vec![Arc::new(UInt64Array::from(vec![count]))],
-            )?)
+            job.changes(Some((partition, parts)), batch_size)
+                .await?
+                .to_message_batch()
         });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(count_schema(), stream)))
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&MESSAGE_SCHEMA),
+            stream,
+        )))
     }
 }
 
@@ -200,9 +288,15 @@ struct FileOutcome {
 }
 
 impl Job {
-    async fn run(&self, batch_size: usize) -> Result<u64> {
+    /// What the statement changes in the buckets of part `part` of `parts` (all of them for
+    /// `None`): the files written and the files and vectors replaced, not committed.
+    pub(crate) async fn changes(
+        &self,
+        part: Option<(usize, usize)>,
+        batch_size: usize,
+    ) -> Result<WrittenFiles> {
         let Some(snapshot) = self.meta.latest_snapshot().await? else {
-            return Ok(0);
+            return Ok(WrittenFiles::default());
         };
         let live = self.meta.live_files(&snapshot, |_| true).await?;
         let vectors = self
@@ -227,7 +321,11 @@ impl Job {
         };
         let (mut added, mut index_added) = (Vec::new(), Vec::new());
         let mut count = 0u64;
-        for ((partition, bucket), entries) in &live.groups {
+        for (group, entries) in &live.groups {
+            if part.is_some_and(|(part, parts)| crate::compact::part_of(group, parts) != part) {
+                continue;
+            }
+            let (partition, bucket) = group;
             let partition_values = BinaryRow::decode(partition, &self.schema.partition_types())?.values;
             let mut files: Vec<&ManifestEntry> = entries.iter().collect();
             load_file_schemas(&self.meta, &files, &mut file_schemas).await?;
@@ -288,19 +386,45 @@ impl Job {
                 index_added.push(entry);
             }
         }
+        Ok(WrittenFiles {
+            rows: count,
+            added,
+            index_added,
+            row_level: Some(base),
+            ..Default::default()
+        })
+    }
+
+    /// Commits `changes` (of every part) as one snapshot as `commit_user`; with
+    /// `exactly_once_since`, not again if `commit_user` committed since then (a retried commit
+    /// task). Returns the rows changed.
+    pub(crate) async fn commit(
+        &self,
+        changes: WrittenFiles,
+        commit_user: &str,
+        exactly_once_since: Option<i64>,
+    ) -> Result<u64> {
+        let count = changes.rows;
         if count == 0 {
             return Ok(0);
         }
+        if let Some(since) = exactly_once_since {
+            if self.meta.committed_by(commit_user, since).await?.is_some() {
+                return Ok(count);
+            }
+        }
+        let mut base = changes.row_level.unwrap_or_default();
+        base.statement = self.statement().to_string();
         let request = CommitRequest {
-            added,
+            added: changes.added,
             overwrite: OverwriteScope::None,
             partition_types: self.schema.partition_types(),
-            commit_user: uuid::Uuid::new_v4().to_string(),
+            commit_user: commit_user.to_string(),
             commit_identifier: i64::MAX,
             operation: Some(self.statement().to_string()),
             compacted: vec![],
             changelog: vec![],
-            index_added,
+            index_added: changes.index_added,
             index_removed: vec![],
             row_level: Some(base),
         };

@@ -12,7 +12,10 @@
 //! Kinds: `rows`; `updated`, `deleted`, `inserted` (a MERGE's rows of each kind, in `rows`);
 //! `data`, `changelog`, `index` (the write's files); `compact-before`,
 //! `compact-after`, `compact-changelog`, `compact-index-added`, `compact-index-removed` (the
-//! writer's compaction of its buckets, committed as the COMPACT snapshot after the write's).
+//! writer's compaction of its buckets, committed as the COMPACT snapshot after the write's);
+//! `row-level-rewritten`, `row-level-marked`, `row-level-index-read` (an append table's
+//! DELETE or UPDATE: the files it replaces or marks, and the deletion-vector index files it
+//! read, by name).
 
 use std::io::Cursor;
 use std::sync::{Arc, LazyLock};
@@ -22,6 +25,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
 use datafusion::common::{exec_datafusion_err, exec_err, Result};
 
 use crate::compact::CompactOutcome;
+use crate::meta::RowLevelBase;
 use crate::spec::manifest_write::{INDEX_MANIFEST_SCHEMA, MANIFEST_SCHEMA};
 use crate::spec::{IndexManifestEntry, ManifestEntry};
 
@@ -44,6 +48,9 @@ const COMPACT_AFTER: &str = "compact-after";
 const COMPACT_CHANGELOG: &str = "compact-changelog";
 const COMPACT_INDEX_ADDED: &str = "compact-index-added";
 const COMPACT_INDEX_REMOVED: &str = "compact-index-removed";
+const ROW_LEVEL_REWRITTEN: &str = "row-level-rewritten";
+const ROW_LEVEL_MARKED: &str = "row-level-marked";
+const ROW_LEVEL_INDEX_READ: &str = "row-level-index-read";
 
 /// What one writer wrote and has not committed: the commit message of a writer task.
 #[derive(Debug, Default)]
@@ -62,13 +69,20 @@ pub(crate) struct WrittenFiles {
     pub(crate) append_marks: Option<super::merge_append::AppendMergeMarks>,
     /// The writer's compaction of the buckets it wrote (a distributed write), not committed.
     pub(crate) compaction: CompactOutcome,
+    /// An append table's DELETE or UPDATE: what it replaces (its statement set at commit).
+    pub(crate) row_level: Option<RowLevelBase>,
 }
 
 impl WrittenFiles {
     /// These files as commit-message rows.
     pub(crate) fn to_message_batch(&self) -> Result<RecordBatch> {
         let c = &self.compaction;
+        let empty = RowLevelBase::default();
+        let base = self.row_level.as_ref().unwrap_or(&empty);
         let n = 4
+            + base.rewritten.len()
+            + base.marked.len()
+            + base.index_files.len()
             + self.added.len()
             + self.changelog.len()
             + self.index_added.len()
@@ -97,6 +111,8 @@ impl WrittenFiles {
             (COMPACT_BEFORE, &c.before),
             (COMPACT_AFTER, &c.after),
             (COMPACT_CHANGELOG, &c.changelog),
+            (ROW_LEVEL_REWRITTEN, &base.rewritten),
+            (ROW_LEVEL_MARKED, &base.marked),
         ];
         for (kind, list) in data_lists {
             for entry in list {
@@ -119,6 +135,11 @@ impl WrittenFiles {
             let bytes = apache_avro::to_avro_datum(&INDEX_MANIFEST_SCHEMA, entry.to_avro())
                 .map_err(|e| exec_datafusion_err!("{e}"))?;
             entries.append_value(bytes);
+        }
+        for name in &base.index_files {
+            rows.append_null();
+            kinds.append_value(ROW_LEVEL_INDEX_READ);
+            entries.append_value(name.as_bytes());
         }
         Ok(RecordBatch::try_new(
             Arc::clone(&MESSAGE_SCHEMA),
@@ -158,6 +179,13 @@ impl WrittenFiles {
             if entries.is_null(i) {
                 return exec_err!("{what} has a {kind} row without an entry");
             }
+            if kind == ROW_LEVEL_INDEX_READ {
+                let name = std::str::from_utf8(entries.value(i))
+                    .map_err(|e| exec_datafusion_err!("Invalid index file name in {what}: {e}"))?;
+                let base = self.row_level.get_or_insert_with(Default::default);
+                base.index_files.push(name.to_string());
+                continue;
+            }
             let mut bytes = Cursor::new(entries.value(i));
             let index = matches!(kind, INDEX | COMPACT_INDEX_ADDED | COMPACT_INDEX_REMOVED);
             let schema = if index {
@@ -183,6 +211,16 @@ impl WrittenFiles {
                 COMPACT_BEFORE => self.compaction.before.push(entry),
                 COMPACT_AFTER => self.compaction.after.push(entry),
                 COMPACT_CHANGELOG => self.compaction.changelog.push(entry),
+                ROW_LEVEL_REWRITTEN => self
+                    .row_level
+                    .get_or_insert_with(Default::default)
+                    .rewritten
+                    .push(entry),
+                ROW_LEVEL_MARKED => self
+                    .row_level
+                    .get_or_insert_with(Default::default)
+                    .marked
+                    .push(entry),
                 other => return exec_err!("{what} has an unknown kind '{other}'"),
             }
         }
@@ -242,9 +280,15 @@ mod tests {
                 index_added: vec![],
                 index_removed: vec![],
             },
+            row_level: Some(RowLevelBase {
+                statement: String::new(),
+                rewritten: vec![entry("data-f.parquet", 2)],
+                marked: vec![],
+                index_files: vec!["index-g-0".to_string()],
+            }),
         };
         let batch = written.to_message_batch().unwrap();
-        assert_eq!(batch.num_rows(), 9);
+        assert_eq!(batch.num_rows(), 11);
         let mut back = WrittenFiles::default();
         back.add_message_batch(&batch, "t").unwrap();
         back.add_message_batch(&batch, "t").unwrap();
@@ -256,5 +300,8 @@ mod tests {
         assert_eq!(back.compaction.before.len(), 2);
         assert_eq!(back.compaction.after[0], written.compaction.after[0]);
         assert_eq!(back.compaction.changelog[1], written.compaction.changelog[0]);
+        let base = back.row_level.unwrap();
+        assert_eq!(base.rewritten[1].file.file_name, "data-f.parquet");
+        assert_eq!(base.index_files, vec!["index-g-0", "index-g-0"]);
     }
 }

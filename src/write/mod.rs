@@ -2,6 +2,7 @@
 
 mod after_commit;
 mod append_dml;
+mod append_dml_commit;
 mod assign;
 mod buffer;
 mod commit_message;
@@ -15,6 +16,8 @@ mod sink_metrics;
 mod source_order;
 
 pub use append_dml::AppendDmlExec;
+pub(crate) use append_dml::Job as AppendDmlJob;
+pub use append_dml_commit::AppendDmlCommitExec;
 pub use assign::PaimonAssignExec;
 pub(crate) use merge_append::{AppendMergeBase, ROW_ADDRESS_COLUMN};
 pub use merge_check::merge_cardinality_udf;

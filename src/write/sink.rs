@@ -706,6 +706,7 @@ impl PaimonSink {
             index_added,
             append_marks: matches!(self.kind, WriteKind::MergeRewrite(_)).then_some(append_marks),
             compaction: Default::default(),
+            row_level: None,
         })
     }
 
@@ -765,6 +766,7 @@ impl PaimonSink {
             index_added,
             append_marks,
             compaction: writers_compaction,
+            row_level: _,
         } = written;
         flushed.sort_by(|a, b| {
             (&a.partition, a.bucket, &a.file.file_name).cmp(&(&b.partition, b.bucket, &b.file.file_name))

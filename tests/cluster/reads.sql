@@ -15,3 +15,5 @@ SELECT v = 'again' AS again, count(*), sum(k), count(DISTINCT k) FROM dyn GROUP 
 SELECT rowkind, count(*), sum(k) FROM "dyn$audit_log" GROUP BY rowkind ORDER BY rowkind;
 SELECT rowkind, count(*), sum(k) FROM paimon_incremental_query('default.dyn$audit_log', 2, 4) GROUP BY rowkind ORDER BY rowkind;
 SELECT commit_kind, count(*) FROM "dyn$snapshots" GROUP BY commit_kind ORDER BY commit_kind;
+SELECT g, v = 'app-updated' AS updated, count(*), sum(k) FROM app GROUP BY g, v = 'app-updated' ORDER BY g, updated;
+SELECT commit_kind, count(*) FROM "app$snapshots" GROUP BY commit_kind ORDER BY commit_kind;

@@ -109,6 +109,9 @@ same "SELECT count(*), sum(k) FROM paimon_incremental_query('default.dyn\$audit_
 same "SELECT count(*), sum(k) FROM paimon_incremental_query('default.dyn\$audit_log', 2, 4) WHERE rowkind = '+I'" \
     "SELECT count(*), sum(k) FROM src WHERE k % 3 = 0 AND k % 2 <> 0"
 same "SELECT count(*) FROM pk WHERE v = 'merged'" "SELECT count(*) FROM src WHERE k % 10 = 3"
+same "SELECT count(*), sum(k) FROM app" "SELECT count(*), sum(k) FROM src WHERE k % 10 = 5"
+same "SELECT count(*), sum(k) FROM app WHERE v = 'app-updated'" "SELECT count(*), sum(k) FROM src WHERE k % 30 = 5"
+same "SELECT count(*) FROM \"app\$snapshots\"" "SELECT 3"
 
 step "CALL sys.compact on the cluster"
 cluster_sql -f tests/cluster/compact.sql >"$logs/compact-cluster.csv"

@@ -14,3 +14,8 @@ MERGE INTO pk USING (SELECT k, g FROM src WHERE k % 10 = 3) s ON pk.k = s.k WHEN
 CREATE TABLE dyn (k BIGINT, g INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('dynamic-bucket.target-row-num' = '100000', 'changelog-producer' = 'lookup');
 INSERT INTO dyn SELECT k, g, v FROM src WHERE k % 2 = 0;
 INSERT INTO dyn SELECT k, g, 'again' FROM src WHERE k % 3 = 0;
+-- An append table: DELETE and UPDATE rewrite the files holding matching rows, in parallel.
+CREATE TABLE app (k BIGINT, g INT, v STRING) PARTITIONED BY (g);
+INSERT INTO app SELECT k, g, v FROM src WHERE k % 5 = 0;
+DELETE FROM app WHERE k % 10 = 0;
+UPDATE app SET v = 'app-updated' WHERE k % 15 = 5;

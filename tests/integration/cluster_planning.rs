@@ -84,8 +84,10 @@ async fn parallel_writers_write_what_one_sink_writes() {
         // lookup changelog: level-0 compaction after each write
         "CREATE TABLE t (k BIGINT, p INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) \
          WITH ('bucket' = '2', 'changelog-producer' = 'lookup')",
-        // an append table without buckets
-        "CREATE TABLE t (k BIGINT, p INT, v STRING)",
+        // an append table without buckets: DELETE and UPDATE rewrite files (copy-on-write)
+        "CREATE TABLE t (k BIGINT, p INT, v STRING) PARTITIONED BY (p)",
+        // ... or mark rows in deletion vectors
+        "CREATE TABLE t (k BIGINT, p INT, v STRING) WITH ('deletion-vectors.enabled' = 'true')",
     ];
     for create in layouts {
         let one = tempfile::tempdir().unwrap();
@@ -118,9 +120,21 @@ async fn parallel_writers_write_what_one_sink_writes() {
             "INSERT INTO t SELECT * FROM src",
             "INSERT INTO t SELECT k, p, 'second' FROM src WHERE k % 4 = 0",
         ];
+        statements.push("DELETE FROM t WHERE k % 10 = 3");
+        statements.push("UPDATE t SET v = 'updated' WHERE k % 10 = 5");
+        if !create.contains("PRIMARY KEY") {
+            let shown = sorted_rows(
+                &run_sql(&parallel, "EXPLAIN DELETE FROM t WHERE k % 10 = 3")
+                    .await
+                    .unwrap(),
+            )
+            .join("\n");
+            assert!(
+                shown.contains("AppendDmlCommitExec") && shown.contains("parts=4"),
+                "{shown}"
+            );
+        }
         if create.contains("PRIMARY KEY") {
-            statements.push("DELETE FROM t WHERE k % 10 = 3");
-            statements.push("UPDATE t SET v = 'updated' WHERE k % 10 = 5");
             statements.push(
                 "MERGE INTO t USING (SELECT k, p FROM src WHERE k % 100 = 7) s ON t.k = s.k AND t.p = s.p \
                  WHEN MATCHED THEN DELETE",
@@ -367,5 +381,53 @@ async fn changelog_normalize_split_by_key_equals_one_task() {
             let actual = sorted_rows(&run_sql(&spread, &query).await.unwrap());
             assert_eq!(actual, expected, "{engine} ({start}, {end}]");
         }
+    }
+}
+
+/// An UPDATE of an append table planned for a cluster (parts of its buckets, one committer)
+/// goes through the codec (its predicate and new values as plans) and, run three times,
+/// commits once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_append_update_sent_and_run_three_times_commits_once() {
+    for options in ["'bucket' = '-1'", "'deletion-vectors.enabled' = 'true'"] {
+        let dir = tempfile::tempdir().unwrap();
+        let session = parallel_session(dir.path().to_str().unwrap()).await;
+        let create =
+            format!("CREATE TABLE t (k BIGINT, p INT, v STRING) PARTITIONED BY (p) WITH ({options})");
+        for sql in [
+            create.as_str(),
+            "INSERT INTO t VALUES (1, 0, 'a'), (2, 1, 'b'), (3, 0, 'c'), (4, 1, 'd')",
+        ] {
+            run_sql(&session, sql).await.unwrap();
+        }
+        let frame = session
+            .sql("UPDATE t SET v = concat(v, '!') WHERE k >= 2 AND v <> 'd'")
+            .await
+            .unwrap();
+        let plan = frame.create_physical_plan().await.unwrap();
+        let codec = PaimonPhysicalCodec;
+        let bytes = physical_plan_to_bytes_with_extension_codec(Arc::clone(&plan), &codec).unwrap();
+        for _ in 0..3 {
+            let ctx = session.context().task_ctx();
+            let plan = physical_plan_from_bytes_with_extension_codec(&bytes, &ctx, &codec).unwrap();
+            let shown = datafusion::physical_plan::displayable(plan.as_ref())
+                .indent(true)
+                .to_string();
+            assert!(shown.contains("AppendDmlCommitExec"), "{shown}");
+            let counts = collect(plan, ctx).await.unwrap();
+            assert_eq!(sorted_rows(&counts), vec!["| 2     |".to_string()], "{options}");
+        }
+        assert_eq!(
+            count(&session, "SELECT count(*) FROM t$snapshots").await,
+            2,
+            "{options}"
+        );
+        assert_eq!(
+            sorted_rows(&run_sql(&session, "SELECT k, v FROM t").await.unwrap()),
+            ["| 1 | a  |", "| 2 | b! |", "| 3 | c! |", "| 4 | d  |"]
+                .map(String::from)
+                .to_vec(),
+            "{options}"
+        );
     }
 }
