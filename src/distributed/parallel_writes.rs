@@ -96,12 +96,19 @@ impl PhysicalOptimizerRule for ParallelWrites {
                 FanOut::Assign {
                     partition_columns,
                     assigners,
+                    cross_partition,
                 } => {
                     // as Paimon's Flink sink: by key hash to the assigners, by bucket to the writers
                     let assigners = assigners.unwrap_or(writers).min(writers);
                     let keyed: Arc<dyn ExecutionPlan> =
                         Arc::new(PaimonBucketExec::try_new(input, Arc::clone(&sink), assigners)?);
-                    let keyed = by_last_column(keyed, &partition_columns, writers)?;
+                    // (a key that may change partitions goes by its key alone)
+                    let by = if cross_partition {
+                        &[][..]
+                    } else {
+                        &partition_columns[..]
+                    };
+                    let keyed = by_last_column(keyed, by, writers)?;
                     let assigned: Arc<dyn ExecutionPlan> =
                         Arc::new(PaimonAssignExec::try_new(keyed, Arc::clone(&sink), assigners)?);
                     by_last_column(assigned, &partition_columns, writers)?
@@ -118,8 +125,6 @@ impl PhysicalOptimizerRule for ParallelWrites {
                     input,
                     Partitioning::RoundRobinBatch(writers),
                 )?),
-                FanOut::Single if input.output_partitioning().partition_count() == 1 => input,
-                FanOut::Single => Arc::new(CoalescePartitionsExec::new(input)),
                 FanOut::None => unreachable!("checked above"),
             };
             let written = Arc::new(PaimonWriteExec::try_new(routed, Arc::clone(&sink))?);

@@ -93,7 +93,7 @@ impl AssignSlice {
         (hash % of.max(1)).abs()
     }
 
-    fn owns_hash(self, hash: i32) -> bool {
+    pub(crate) fn owns_hash(self, hash: i32) -> bool {
         Self::id_of(hash, self.of) == self.id
     }
 

@@ -11,12 +11,20 @@
 //!
 //! A key always reaches the same assigner, and an assigner opens only its own buckets, so a
 //! partition is assigned by `n` tasks at once and every key keeps its bucket.
+//!
+//! Cross-partition upserts (a primary key without every partition key) reach their assigner by
+//! key alone; each assigner keeps the global index of its keys (`cross_partition`), moves rows
+//! as the merge engine says, and sends each row with its kind ([`MERGE_KIND_COLUMN`]) since a
+//! moved key also deletes its old version.
 
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::array::{AsArray, Int32Array, RecordBatch};
-use arrow::datatypes::{DataType, Field, Int32Type, Schema, SchemaRef};
+use std::collections::{BTreeMap, HashMap};
+
+use arrow::array::{AsArray, Int32Array, Int8Array, RecordBatch, UInt32Array};
+use arrow::compute::{cast, concat_batches, take, take_record_batch};
+use arrow::datatypes::{DataType, Field, Int32Type, Int8Type, Schema, SchemaRef};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{internal_err, Result};
 use datafusion::datasource::sink::DataSink;
@@ -29,12 +37,45 @@ use datafusion::physical_plan::{
 };
 use futures::StreamExt;
 
+use super::cross_partition::GlobalIndex;
 use super::parallel::{paimon, properties, ASSIGNER_COLUMN, BUCKET_COLUMN};
 use super::routing::RowRouting;
-use super::sink::PaimonSink;
+use super::sink::{PaimonSink, WriteKind, MERGE_KIND_COLUMN};
 use crate::dynamic_bucket::{AssignSlice, BucketAssigner};
 use crate::spec::bucket::hash_binary_row;
 use crate::spec::BinaryRow;
+
+/// Kind flag of a row an assigner adds (the delete of a moved key in its old partition): not
+/// one of the statement's rows, so not counted.
+const ADDED: i8 = 16;
+/// Kind of a row an assigner sends only to be counted (the merge engine drops it).
+const COUNT_ONLY: i8 = -1;
+
+/// A cross-partition writer's rows from its assigners: without count-only rows, added rows
+/// with their real kinds; and how many rows the statement took.
+pub(super) fn unpack_assigned(
+    batch: RecordBatch,
+    kinds: Int8Array,
+    buckets: Option<Int32Array>,
+) -> Result<(RecordBatch, Int8Array, Option<Int32Array>, u64)> {
+    let added = kinds.values().iter().filter(|k| **k >= ADDED).count();
+    let taken = (kinds.len() - added) as u64;
+    let kept: Vec<u32> = (0..kinds.len() as u32)
+        .filter(|&i| kinds.value(i as usize) != COUNT_ONLY)
+        .collect();
+    let real = |k: i8| if k >= ADDED { k - ADDED } else { k };
+    if kept.len() == kinds.len() {
+        let kinds = Int8Array::from_iter_values(kinds.values().iter().map(|k| real(*k)));
+        return Ok((batch, kinds, buckets, taken));
+    }
+    let kept = UInt32Array::from(kept);
+    let kinds = Int8Array::from_iter_values(kept.values().iter().map(|&i| real(kinds.value(i as usize))));
+    let buckets = match buckets {
+        Some(b) => Some(take(&b, &kept, None)?.as_primitive::<Int32Type>().clone()),
+        None => None,
+    };
+    Ok((take_record_batch(&batch, &kept)?, kinds, buckets, taken))
+}
 
 /// Replaces each row's [`ASSIGNER_COLUMN`] with its dynamic bucket ([`BUCKET_COLUMN`]).
 #[derive(Debug)]
@@ -61,7 +102,16 @@ impl PaimonAssignExec {
                 "PaimonAssignExec needs rows with their assigner and at least one assigner"
             );
         }
-        let mut fields: Vec<Arc<Field>> = fields[..fields.len() - 1].to_vec();
+        let table = paimon(&sink)?;
+        let cross_partition = !table.cross_partition_keys().is_empty();
+        let mut fields: Vec<Arc<Field>> = if cross_partition {
+            // the table's columns, each row's kind
+            let mut table_fields = fields[..table.schema.fields.len()].to_vec();
+            table_fields.push(Arc::new(Field::new(MERGE_KIND_COLUMN, DataType::Int8, false)));
+            table_fields
+        } else {
+            fields[..fields.len() - 1].to_vec()
+        };
         fields.push(Arc::new(Field::new(BUCKET_COLUMN, DataType::Int32, false)));
         let schema = Arc::new(Schema::new(fields));
         let partitions = input.output_partitioning().partition_count();
@@ -133,12 +183,14 @@ impl ExecutionPlan for PaimonAssignExec {
     }
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
-        let input = self.input.execute(partition, context)?;
+        let input = self.input.execute(partition, Arc::clone(&context))?;
         let state = Assigning {
             sink: Arc::clone(&self.sink),
             schema: Arc::clone(&self.schema),
             of: self.assigners as i32,
             opened: None,
+            global: HashMap::new(),
+            context: Arc::clone(&context),
         };
         let stream = futures::stream::try_unfold((input, state), |(mut input, mut state)| async move {
             match input.next().await {
@@ -162,6 +214,9 @@ struct Assigning {
     schema: SchemaRef,
     of: i32,
     opened: Option<(BucketAssigner, RowRouting)>,
+    /// Cross-partition upserts: the global index of each assigner's keys this task serves.
+    global: HashMap<i32, GlobalIndex>,
+    context: Arc<TaskContext>,
 }
 
 impl Assigning {
@@ -170,13 +225,26 @@ impl Assigning {
         if self.opened.is_none() {
             self.opened = Some((table.bucket_assigner().await?, table.routing()?));
         }
-        let (assigner, routing) = self.opened.as_mut().expect("opened above");
         let last = batch.num_columns() - 1;
         let ids = batch.column(last).as_primitive::<Int32Type>().clone();
         // the table's columns in the table's types, as the writer will see them (a MERGE's
         // kind column may follow them)
         let fields = table.schema.fields.len();
         let rows = table.validate(&batch.project(&(0..fields).collect::<Vec<_>>())?)?;
+        if !table.cross_partition_keys().is_empty() {
+            return self.assign_moving(&rows, batch, &ids).await;
+        }
+        let buckets = self.buckets(&rows, &ids).await?;
+        let mut out = batch.columns()[..last].to_vec();
+        out.push(Arc::new(Int32Array::from(buckets)));
+        Ok(RecordBatch::try_new(Arc::clone(&self.schema), out)?)
+    }
+
+    /// The bucket of every row of `rows` (table columns, table types), row `i` owned by
+    /// assigner `ids[i]`.
+    async fn buckets(&mut self, rows: &RecordBatch, ids: &Int32Array) -> Result<Vec<i32>> {
+        let table = paimon(&self.sink)?;
+        let (assigner, routing) = self.opened.as_mut().expect("opened before assigning");
         let columns = |indices: &[usize]| -> Vec<&dyn arrow::array::Array> {
             indices.iter().map(|&c| rows.column(c).as_ref()).collect()
         };
@@ -196,8 +264,78 @@ impl Assigning {
             assigner.load_slice(&table.meta, &partition, slice).await?;
             buckets.push(assigner.assign_in(&partition, slice, hash_binary_row(&key[4..]))?);
         }
-        let mut out = batch.columns()[..last].to_vec();
-        out.push(Arc::new(Int32Array::from(buckets)));
-        Ok(RecordBatch::try_new(Arc::clone(&self.schema), out)?)
+        Ok(buckets)
+    }
+
+    /// A cross-partition upsert's rows: each assigner's keys looked up in its global index and
+    /// moved (or doubled with a delete in the old partition, or dropped) as the merge engine
+    /// says, then given their buckets in the partitions they go to, with their kinds.
+    async fn assign_moving(
+        &mut self,
+        rows: &RecordBatch,
+        batch: &RecordBatch,
+        ids: &Int32Array,
+    ) -> Result<RecordBatch> {
+        let sink = Arc::clone(&self.sink);
+        let table = paimon(&sink)?;
+        let given = match table.kind {
+            WriteKind::Merge => Some(
+                cast(batch.column(rows.num_columns()), &DataType::Int8)?
+                    .as_primitive::<Int8Type>()
+                    .clone(),
+            ),
+            _ => None,
+        };
+        let (kinds, keep) = table.row_kinds(rows, given)?;
+        let all: Vec<u32> = (0..rows.num_rows() as u32).collect();
+        let keep = keep.unwrap_or(all);
+        // rows the engine drops still count as the statement's
+        let mut dropped = rows.num_rows() - keep.len();
+        // the kept rows of each assigner, in input order
+        let mut by_id: BTreeMap<i32, Vec<u32>> = BTreeMap::new();
+        for row in keep {
+            by_id.entry(ids.value(row as usize)).or_default().push(row);
+        }
+        let mut parts = Vec::with_capacity(by_id.len());
+        for (id, picked) in by_id {
+            let picked = UInt32Array::from(picked);
+            let sub = take_record_batch(rows, &picked)?;
+            let sub_kinds = take(&kinds, &picked, None)?.as_primitive::<Int8Type>().clone();
+            if !self.global.contains_key(&id) {
+                let slice = AssignSlice { id, of: self.of };
+                let index = GlobalIndex::load(
+                    &table.table,
+                    &table.meta,
+                    &table.schema,
+                    table.options.merge_engine,
+                    Some(slice),
+                    &self.context,
+                )
+                .await?;
+                self.global.insert(id, index);
+            }
+            let index = self.global.get_mut(&id).expect("loaded above");
+            let (moved, moved_kinds, added) = index.apply(&sub, &sub_kinds)?;
+            dropped += sub.num_rows() + added.len() - moved.num_rows();
+            let mut moved_kinds: Vec<i8> = moved_kinds.values().to_vec();
+            for i in added {
+                moved_kinds[i] += ADDED;
+            }
+            let moved_ids = Int32Array::from(vec![id; moved.num_rows()]);
+            let buckets = self.buckets(&moved, &moved_ids).await?;
+            let mut columns = moved.columns().to_vec();
+            columns.push(Arc::new(Int8Array::from(moved_kinds)));
+            columns.push(Arc::new(Int32Array::from(buckets)));
+            parts.push(RecordBatch::try_new(Arc::clone(&self.schema), columns)?);
+        }
+        if dropped > 0 {
+            // copies of a row, only to be counted (the writer writes none of them)
+            let copies = take_record_batch(rows, &UInt32Array::from(vec![0u32; dropped]))?;
+            let mut columns = copies.columns().to_vec();
+            columns.push(Arc::new(Int8Array::from(vec![COUNT_ONLY; dropped])));
+            columns.push(Arc::new(Int32Array::from(vec![0; dropped])));
+            parts.push(RecordBatch::try_new(Arc::clone(&self.schema), columns)?);
+        }
+        Ok(concat_batches(&self.schema, &parts)?)
     }
 }

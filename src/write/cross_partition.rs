@@ -25,8 +25,11 @@ use datafusion::common::{HashMap, Result};
 use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::execution::TaskContext;
 
+use crate::dynamic_bucket::AssignSlice;
 use crate::merge::engine::is_retract;
 use crate::meta::TableMeta;
+use crate::spec::bucket::hash_binary_row;
+use crate::spec::BinaryRow;
 use crate::spec::{row_kind, MergeEngine, TableSchema};
 use crate::table::{open_table, ReadView};
 
@@ -57,12 +60,14 @@ pub(super) struct GlobalIndex {
 }
 
 impl GlobalIndex {
-    /// Loads the keys and partitions of the table's latest merged state.
+    /// Loads the keys and partitions of the table's latest merged state; with `slice`, only the
+    /// keys that assigner owns (a distributed write: each assigner keeps its keys' index).
     pub(super) async fn load(
         table: &str,
         meta: &Arc<TableMeta>,
         schema: &TableSchema,
         engine: MergeEngine,
+        slice: Option<AssignSlice>,
         context: &Arc<TaskContext>,
     ) -> Result<Self> {
         let position = |name: &String| schema.fields.iter().position(|f| &f.name == name);
@@ -108,6 +113,13 @@ impl GlobalIndex {
         let plan = provider.scan(&state, Some(&projection), &[], None).await?;
         let batches = datafusion::physical_plan::collect(plan, Arc::clone(context)).await?;
         let n_keys = index.key_columns.len();
+        // the trimmed primary key (what assigners are chosen by) among the key columns
+        let trimmed: Vec<usize> = schema
+            .trimmed_primary_keys()
+            .iter()
+            .filter_map(|f| schema.primary_keys.iter().position(|k| k == &f.name))
+            .collect();
+        let mut encoded = Vec::new();
         for batch in batches {
             let typed = |i: usize, c: usize| -> Result<ArrayRef> {
                 Ok(cast(batch.column(i), &schema.fields[c].data_type.to_arrow())?)
@@ -124,9 +136,16 @@ impl GlobalIndex {
                 .enumerate()
                 .map(|(i, &c)| typed(n_keys + i, c))
                 .collect::<Result<_>>()?;
+            let hashed: Vec<&dyn arrow::array::Array> = trimmed.iter().map(|&i| keys[i].as_ref()).collect();
             let keys = index.keys.convert_columns(&keys)?;
             let parts = index.partitions.convert_columns(&parts)?;
             for row in 0..batch.num_rows() {
+                if let Some(slice) = slice {
+                    BinaryRow::encode_columns(&hashed, row, &mut encoded)?;
+                    if !slice.owns_hash(hash_binary_row(&encoded[4..])) {
+                        continue;
+                    }
+                }
                 let id = index.partition_id(parts.row(row));
                 index.map.insert(keys.row(row).as_ref().into(), id);
             }
@@ -145,12 +164,12 @@ impl GlobalIndex {
     }
 
     /// The rows to write for `batch`: moved, doubled (a `-D` in the old partition) or dropped
-    /// as the engine says, with their row kinds.
+    /// as the engine says, with their row kinds, and the positions of such added deletes.
     pub(super) fn apply(
         &mut self,
         batch: &RecordBatch,
         kinds: &Int8Array,
-    ) -> Result<(RecordBatch, Int8Array)> {
+    ) -> Result<(RecordBatch, Int8Array, Vec<usize>)> {
         let column = |c: &usize| Arc::clone(batch.column(*c));
         let keys = self
             .keys
@@ -160,6 +179,7 @@ impl GlobalIndex {
             .convert_columns(&self.partition_columns.iter().map(column).collect::<Vec<_>>())?;
         // Per output row: the input row, the partition it goes to (None: its own), its kind.
         let mut out: Vec<(u32, Option<usize>, i8)> = Vec::with_capacity(batch.num_rows());
+        let mut added = Vec::new();
         for row in 0..batch.num_rows() {
             let key = keys.row(row);
             let kind = kinds.value(row);
@@ -175,6 +195,7 @@ impl GlobalIndex {
                     }
                     match self.existing {
                         Existing::Deduplicate => {
+                            added.push(out.len());
                             out.push((row as u32, Some(old), row_kind::DELETE));
                             out.push((row as u32, None, kind));
                             self.map.insert(key.as_ref().into(), here);
@@ -201,7 +222,7 @@ impl GlobalIndex {
         let kinds = Int8Array::from_iter_values(out.iter().map(|(_, _, k)| *k));
         let taken = take_record_batch(batch, &rows)?;
         if out.iter().all(|(_, p, _)| p.is_none()) {
-            return Ok((taken, kinds));
+            return Ok((taken, kinds, added));
         }
         // Moved rows take the partition values of where their key lives.
         let mut used: Vec<usize> = out.iter().filter_map(|(_, p, _)| *p).collect();
@@ -222,6 +243,6 @@ impl GlobalIndex {
         for (value, &c) in values.iter().zip(&self.partition_columns) {
             columns[c] = interleave(&[taken.column(c).as_ref(), value.as_ref()], &indices)?;
         }
-        Ok((RecordBatch::try_new(taken.schema(), columns)?, kinds))
+        Ok((RecordBatch::try_new(taken.schema(), columns)?, kinds, added))
     }
 }

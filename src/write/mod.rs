@@ -12,6 +12,7 @@ mod merge_check;
 mod parallel;
 mod routing;
 mod sink;
+mod sink_commit;
 mod sink_metrics;
 mod source_order;
 

@@ -62,13 +62,14 @@ pub(crate) enum FanOut {
     Assign {
         partition_columns: Vec<usize>,
         assigners: Option<usize>,
+        /// Cross-partition upserts: a key may move between partitions, so rows reach their
+        /// assigner by key alone, and the assigners keep the global index of their keys.
+        cross_partition: bool,
     },
     /// By the hash of these input columns.
     Columns(Vec<usize>),
     /// Any split (bucket-unaware append tables: each writer writes its own files).
     Any,
-    /// One writer task (cross-partition upserts: one global index of keys).
-    Single,
     /// Not split into writers and a committer: metadata-only deletes and MERGE into an append
     /// table (it rewrites the files it read) keep their one-task sink.
     None,
@@ -90,10 +91,10 @@ impl PaimonSink {
             },
             BucketMode::Unaware => FanOut::Any,
             BucketMode::Postpone => FanOut::Columns(routing.key_columns),
-            BucketMode::Dynamic if !self.cross_partition_keys().is_empty() => FanOut::Single,
             BucketMode::Dynamic => FanOut::Assign {
                 partition_columns: routing.partition_columns,
                 assigners: self.assigner_count()?,
+                cross_partition: !self.cross_partition_keys().is_empty(),
             },
         })
     }

@@ -9,7 +9,7 @@
 //! Nothing is written before execution: the sink is built at planning time and does all I/O in
 //! `write_all`, so `EXPLAIN INSERT/DELETE/UPDATE` has no side effects.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,7 +20,7 @@ use arrow::datatypes::Int8Type;
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use datafusion::common::runtime::SpawnedTask;
-use datafusion::common::{exec_datafusion_err, exec_err, not_impl_err, DataFusionError, Result, ScalarValue};
+use datafusion::common::{exec_datafusion_err, exec_err, not_impl_err, DataFusionError, Result};
 use datafusion::datasource::sink::DataSink;
 use datafusion::execution::memory_pool::MemoryConsumer;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -33,12 +33,11 @@ pub(crate) use super::commit_message::WrittenFiles;
 use super::cross_partition::GlobalIndex;
 use super::routing::{BucketMode, RowRouting};
 use super::sink_metrics::SinkMetrics;
-use crate::compact::Compaction;
 use crate::dynamic_bucket::{AssignOptions, BucketAssigner};
 use crate::io::write_data_file;
 use crate::merge::reduce::{GroupReducer, RetractPolicy};
 use crate::merge::MergeEngineSpec;
-use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket, TableMeta};
+use crate::meta::{OverwriteScope, PartitionBucket, TableMeta};
 use crate::progress::StatementProgress;
 use crate::spec::{paths, row_kind, BinaryRow, FileKind, ManifestEntry, TableOptions, TableSchema};
 
@@ -82,7 +81,7 @@ impl WriteKind {
         }
     }
 
-    fn operation(&self) -> &'static str {
+    pub(super) fn operation(&self) -> &'static str {
         match self {
             WriteKind::Insert => "WRITE",
             WriteKind::Overwrite(_) => "OVERWRITE",
@@ -277,7 +276,7 @@ impl PaimonSink {
     /// The row kind of every row, and the rows that reach the writer: the pre-writer filter of
     /// semantics.md §1.3 drops retractions per `ignore-delete` / `ignore-update-before`, and
     /// engines that cannot take a retraction fail the statement (§1.4).
-    fn row_kinds(
+    pub(super) fn row_kinds(
         &self,
         batch: &RecordBatch,
         given: Option<Int8Array>,
@@ -352,7 +351,7 @@ impl PaimonSink {
         Ok((kinds, Some(keep)))
     }
 
-    fn dynamic_partition_overwrite(&self) -> bool {
+    pub(super) fn dynamic_partition_overwrite(&self) -> bool {
         !self.schema.partition_keys.is_empty()
             && self
                 .schema
@@ -509,14 +508,17 @@ impl PaimonSink {
             _ => None,
         };
         // Cross-partition upsert: where every key lives, so a row for it can follow the engine.
+        // (a distributed write's assigners keep it: `write::assign`)
         let mut global_index =
-            if routing.buckets == BucketMode::Dynamic && !self.cross_partition_keys().is_empty() {
+            if routing.buckets == BucketMode::Dynamic && !self.cross_partition_keys().is_empty() && !assigned
+            {
                 Some(
                     GlobalIndex::load(
                         &self.table,
                         &self.meta,
                         &self.schema,
                         self.options.merge_engine,
+                        None,
                         context,
                     )
                     .await?,
@@ -561,8 +563,11 @@ impl PaimonSink {
                 (batch, None)
             };
             // a MERGE's rows carry their kinds in a last column
+            // (as a cross-partition write's rows from its assigners: some moved, some deletes)
+            let cross_assigned = assigned && !self.cross_partition_keys().is_empty();
+            let kinds_given = matches!(self.kind, WriteKind::Merge) || cross_assigned;
             let (batch, given_kinds) = match &self.kind {
-                WriteKind::Merge => {
+                _ if kinds_given => {
                     let last = batch.num_columns().saturating_sub(1);
                     let kinds = cast(batch.column(last), &arrow::datatypes::DataType::Int8)?
                         .as_primitive::<Int8Type>()
@@ -581,6 +586,17 @@ impl PaimonSink {
                 // from are noted for the commit
                 WriteKind::MergeRewrite(base) => (append_marks.take(&batch, base)?, None),
                 _ => (batch, None),
+            };
+            // a cross-partition write's rows from its assigners: some only counted, some added
+            let (batch, given_kinds, buckets) = match given_kinds {
+                Some(kinds) if cross_assigned => {
+                    let rows = batch.num_rows() as u64;
+                    let (batch, kinds, buckets, taken) =
+                        super::assign::unpack_assigned(batch, kinds, buckets)?;
+                    count = count - rows + taken;
+                    (batch, Some(kinds), buckets)
+                }
+                given => (batch, given, buckets),
             };
             if batch.num_rows() == 0 {
                 continue;
@@ -606,7 +622,10 @@ impl PaimonSink {
                 }
             };
             let (batch, kinds) = match global_index.as_mut() {
-                Some(index) => index.apply(&batch, &kinds)?,
+                Some(index) => {
+                    let (batch, kinds, _) = index.apply(&batch, &kinds)?;
+                    (batch, kinds)
+                }
                 None => (batch, kinds),
             };
             if batch.num_rows() == 0 {
@@ -717,151 +736,5 @@ impl PaimonSink {
         let latest = self.meta.latest_snapshot().await?;
         let fresh = matches!(self.kind, WriteKind::Overwrite(_));
         BucketAssigner::open(&self.meta, latest.as_ref(), options, fresh).await
-    }
-
-    /// A writer task of a distributed write: compacts the buckets of `written` before they
-    /// are committed (what follows a local write's commit), into `written.compaction`.
-    pub(crate) async fn compact_written(
-        &self,
-        written: &mut WrittenFiles,
-        context: &Arc<TaskContext>,
-    ) -> Result<()> {
-        let started = Instant::now();
-        let compaction = Compaction {
-            table: &self.table,
-            meta: &self.meta,
-            schema: &self.schema,
-            batch_size: context.session_config().batch_size(),
-            pool: Arc::clone(context.memory_pool()),
-            progress: StatementProgress::of(context),
-        };
-        let overwrite = matches!(self.kind, WriteKind::Overwrite(_));
-        if let Some(outcome) = compaction.before_commit(&written.added, overwrite).await? {
-            written.compaction = outcome;
-        }
-        self.metrics.compaction_time.add_elapsed(started);
-        Ok(())
-    }
-
-    /// The commit half: one snapshot of `written` (every writer's files) as `commit_user`,
-    /// then what follows a write (compaction of the buckets written, expiration). Returns
-    /// the rows the statement took. `distributed_since` (epoch millis no later than the
-    /// statement's start) marks the committer of a distributed write: a snapshot
-    /// `commit_user` committed since then counts as this commit (it is not made twice), and
-    /// the writers' compaction ([`Self::compact_written`]) is committed instead of compacting
-    /// here.
-    pub(crate) async fn commit_written(
-        &self,
-        written: WrittenFiles,
-        commit_user: &str,
-        distributed_since: Option<i64>,
-        context: &Arc<TaskContext>,
-    ) -> Result<u64> {
-        let progress = StatementProgress::of(context);
-        let WrittenFiles {
-            rows: count,
-            merge_kinds: _,
-            added: mut flushed,
-            changelog,
-            index_added,
-            append_marks,
-            compaction: writers_compaction,
-            row_level: _,
-        } = written;
-        flushed.sort_by(|a, b| {
-            (&a.partition, a.bucket, &a.file.file_name).cmp(&(&b.partition, b.bucket, &b.file.file_name))
-        });
-
-        let overwrite = match &self.kind {
-            WriteKind::Overwrite(_) if self.dynamic_partition_overwrite() => {
-                // Paimon's default `dynamic-partition-overwrite`: replace only the partitions
-                // the statement wrote, whatever PARTITION clause it had (semantics.md §9;
-                // Java's commit builds its filter from the new files alone).
-                let types = self.schema.partition_types();
-                let mut specs: Vec<Vec<Option<ScalarValue>>> = Vec::new();
-                for e in &flushed {
-                    let spec: Vec<Option<ScalarValue>> = BinaryRow::decode(&e.partition, &types)?
-                        .values
-                        .into_iter()
-                        .map(Some)
-                        .collect();
-                    if !specs.contains(&spec) {
-                        specs.push(spec);
-                    }
-                }
-                OverwriteScope::Partitions(specs)
-            }
-            WriteKind::Overwrite(scope) | WriteKind::DropPartitions(scope) => scope.clone(),
-            WriteKind::Truncate => OverwriteScope::Table,
-            _ => OverwriteScope::None,
-        };
-        if overwrite == OverwriteScope::Partitions(vec![]) && flushed.is_empty() {
-            return Ok(count);
-        }
-        let request = CommitRequest {
-            added: flushed,
-            overwrite,
-            partition_types: self.schema.partition_types(),
-            commit_user: commit_user.to_string(),
-            commit_identifier: i64::MAX,
-            operation: Some(self.kind.operation().to_string()),
-            compacted: vec![],
-            changelog,
-            index_added,
-            index_removed: vec![],
-            row_level: None,
-        };
-        let mut request = request;
-        if let (WriteKind::MergeRewrite(base), Some(append_marks)) = (&self.kind, append_marks) {
-            if append_marks.is_empty() && request.added.is_empty() {
-                return Ok(count);
-            }
-            let (row_level, index_added) = append_marks.into_commit(base, &self.meta, &self.schema).await?;
-            request.row_level = Some(row_level);
-            request.index_added.extend(index_added);
-        }
-        // Postpone files wait for `CALL sys.compact`: nothing compacts them after a write.
-        let touched: BTreeSet<PartitionBucket> = request
-            .added
-            .iter()
-            .filter(|e| e.bucket != -2)
-            .map(|e| (e.partition.clone(), e.bucket))
-            .collect();
-        let commit_started = Instant::now();
-        // A retried commit task (or a retried stage of a distributed write) finds its own
-        // snapshot and commits nothing again (Java's `filterCommitted`).
-        let earlier = match distributed_since {
-            Some(since) => self.meta.committed_by(commit_user, since).await?,
-            None => None,
-        };
-        let compacted_before = earlier.as_ref().is_some_and(|s| s.commit_kind == "COMPACT");
-        let committed = match earlier {
-            Some(snapshot) => Some(snapshot),
-            None => self.meta.commit(&request).await?,
-        };
-        self.metrics.commit_time.add_elapsed(commit_started);
-        if committed.is_some() {
-            let compaction_started = Instant::now();
-            let compaction = Compaction {
-                table: &self.table,
-                meta: &self.meta,
-                schema: &self.schema,
-                batch_size: context.session_config().batch_size(),
-                pool: Arc::clone(context.memory_pool()),
-                progress: progress.clone(),
-            };
-            if distributed_since.is_none() {
-                compaction.after_write(touched).await?;
-            } else if !compacted_before {
-                compaction
-                    .commit_before_commit(writers_compaction, commit_user)
-                    .await?;
-            }
-            self.metrics.compaction_time.add_elapsed(compaction_started);
-            let expire_started = Instant::now();
-            self.expire_after_commit().await?;
-            self.metrics.expire_time.add_elapsed(expire_started);
-        }
-        Ok(count)
     }
 }

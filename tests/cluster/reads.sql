@@ -17,3 +17,4 @@ SELECT rowkind, count(*), sum(k) FROM paimon_incremental_query('default.dyn$audi
 SELECT commit_kind, count(*) FROM "dyn$snapshots" GROUP BY commit_kind ORDER BY commit_kind;
 SELECT g, v = 'app-updated' AS updated, count(*), sum(k) FROM app GROUP BY g, v = 'app-updated' ORDER BY g, updated;
 SELECT commit_kind, count(*) FROM "app$snapshots" GROUP BY commit_kind ORDER BY commit_kind;
+SELECT g, v = 'moved' AS moved, count(*), sum(k) FROM xp GROUP BY g, v = 'moved' ORDER BY g, moved;

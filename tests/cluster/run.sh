@@ -112,6 +112,8 @@ same "SELECT count(*) FROM pk WHERE v = 'merged'" "SELECT count(*) FROM src WHER
 same "SELECT count(*), sum(k) FROM app" "SELECT count(*), sum(k) FROM src WHERE k % 10 = 5"
 same "SELECT count(*), sum(k) FROM app WHERE v = 'app-updated'" "SELECT count(*), sum(k) FROM src WHERE k % 30 = 5"
 same "SELECT count(*) FROM \"app\$snapshots\"" "SELECT 3"
+same "SELECT count(*), sum(k), count(DISTINCT k) FROM xp" "SELECT count(*), sum(k), count(k) FROM src WHERE k % 4 = 0"
+same "SELECT count(*), sum(g) FROM xp WHERE v = 'moved'" "SELECT count(*), sum((g + 1) % 7) FROM src WHERE k % 12 = 0"
 
 step "CALL sys.compact on the cluster"
 cluster_sql -f tests/cluster/compact.sql >"$logs/compact-cluster.csv"

@@ -19,3 +19,7 @@ CREATE TABLE app (k BIGINT, g INT, v STRING) PARTITIONED BY (g);
 INSERT INTO app SELECT k, g, v FROM src WHERE k % 5 = 0;
 DELETE FROM app WHERE k % 10 = 0;
 UPDATE app SET v = 'app-updated' WHERE k % 15 = 5;
+-- Cross-partition upserts: keys move to another partition (a delete in the old one).
+CREATE TABLE xp (k BIGINT, g INT, v STRING, PRIMARY KEY (k) NOT ENFORCED) PARTITIONED BY (g) WITH ('dynamic-bucket.target-row-num' = '50000');
+INSERT INTO xp SELECT k, g, v FROM src WHERE k % 4 = 0;
+INSERT INTO xp SELECT k, CAST((g + 1) % 7 AS INT), 'moved' FROM src WHERE k % 12 = 0;
