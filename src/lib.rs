@@ -20,6 +20,8 @@
 //! * `format`: Parquet, ORC and Avro data files (and the ORC / Parquet manifest encodings).
 //! * `file_index`: Paimon's file indexes (bitmap, bloom filter, range bitmap), to skip files, and
 //!   building them as a data file is written.
+//! * `dynamic_bucket`: the bucket of a key in a `bucket = -1` table through the `HASH` index
+//!   (one assigner, or one of several owning slices of keys and buckets).
 //! * `meta`: snapshots, schemas, tags and manifests of one table (in Avro, ORC or Parquet).
 //! * `merge`: k-way merge of sorted runs with arrow-row keys, merge engines.
 //! * `scan`: merge-on-read planning and the `PaimonScanExec` plan node (narrowed at run time by
@@ -27,8 +29,9 @@
 //!   the `PaimonIncrementalScanExec` plan node.
 //! * `changelog`, `stream`: `t$changelog` (ChangelogNormalize) and tailing reads.
 //! * `compact`, `write`, `maintenance`: compaction, the INSERT/DELETE/UPDATE/MERGE sink (and
-//!   MERGE's row addresses in append tables; the same write as parallel writers and one
-//!   exactly-once committer, for clusters), expiration.
+//!   MERGE's row addresses in append tables; for clusters, the same write as parallel bucket
+//!   assigners, writers that compact their buckets and one exactly-once committer, and an
+//!   append table's DELETE/UPDATE in parts of its buckets), expiration.
 //! * `table`: one table as a DataFusion `TableProvider`, time travel, the fallback branch.
 //! * `system_tables`: `t$snapshots`, `t$files`, `t$audit_log`, `t$binlog`, ...
 //! * `catalog`: a warehouse as a DataFusion catalog (`t$branch_<name>`, `t$system`).

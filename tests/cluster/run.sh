@@ -79,6 +79,11 @@ local_sql() { "$bin/paimon-sql" -w "$warehouse" -q --format csv "$@"; }
 cluster_sql() { "$bin/paimon-sql" --ballista "$cluster_url" -w "$warehouse" -q --format csv "$@"; }
 millis_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
+step "an unreachable cluster is named"
+unreachable=$("$bin/paimon-sql" --ballista df://127.0.0.1:$((base_port + 99)) -w "$warehouse" -c "SELECT 1" 2>&1 || true)
+echo "$unreachable" | grep -q "Cannot reach the Ballista scheduler at 'df://127.0.0.1:$((base_port + 99))'" ||
+    { echo "unexpected: $unreachable" >&2; exit 1; }
+
 step "source rows (local paimon-sql)"
 local_sql -f tests/cluster/source.sql >/dev/null
 

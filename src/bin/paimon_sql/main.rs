@@ -196,6 +196,7 @@ async fn open_session(
         // CLI's own planner, which watches the output of local plans, does not apply).
         #[cfg(feature = "ballista")]
         Some(cluster) => {
+            check_reachable(cluster).await?;
             let config = datafusion_paimon::distributed::with_paimon_codecs(config.upgrade_for_ballista());
             SessionContext::remote_with_state(cluster, builder.with_config(config).build())
                 .await
@@ -256,6 +257,24 @@ fn prepare_local_warehouse(warehouse: &str) -> Result<()> {
 
 /// Registers an object store for a cloud warehouse URL, configured from the environment the
 /// way datafusion-cli does (`AWS_*`, `GOOGLE_*`, ...). Local paths and `file://` need nothing.
+/// Fails naming the cluster when nothing answers at `cluster` (`df://host:port`): Ballista
+/// connects only at the first statement, with an error that does not say where it went.
+#[cfg(feature = "ballista")]
+async fn check_reachable(cluster: &str) -> Result<()> {
+    let address = cluster.strip_prefix("df://").unwrap_or(cluster);
+    let address = address.trim_end_matches('/');
+    let connect = tokio::net::TcpStream::connect(address);
+    match tokio::time::timeout(std::time::Duration::from_secs(10), connect).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(plan_datafusion_err!(
+            "Cannot reach the Ballista scheduler at '{cluster}' ({address}): {e}"
+        )),
+        Err(_) => Err(plan_datafusion_err!(
+            "Cannot reach the Ballista scheduler at '{cluster}' ({address}): no answer in 10 s"
+        )),
+    }
+}
+
 async fn register_remote_store(ctx: &SessionContext, warehouse: &str) -> Result<()> {
     if !warehouse.contains("://") {
         return Ok(());
