@@ -73,6 +73,7 @@ pub use compact::remove_lookup_copies;
 pub use error::{Error, Result};
 #[cfg(feature = "cli")]
 pub use io::{remote_store, CloudStores};
+pub use io::{RequestCountingStore, RequestCounts, RequestSnapshot};
 pub use scan::{PaimonIncrementalScanExec, PaimonScanExec};
 pub use sql::PaimonSession;
 pub use table::PaimonTable;

@@ -78,8 +78,16 @@ impl PaimonCatalog {
         &self.read_options
     }
 
+    /// Forgets the latest schemas this session listed (`meta::METADATA_TRUST`): the next read
+    /// of each table lists its schemas again.
+    pub(crate) fn forget_listings(&self) {
+        self.manifests.forget_listings();
+    }
+
     /// Re-lists databases and tables (after DDL or external changes).
     pub async fn refresh(&self) -> Result<()> {
+        // (after this session's DDL and procedures: a dropped table, a rollback)
+        self.manifests.forget_listings();
         let mut listing = BTreeMap::new();
         for dir in self.io.list_dirs("").await? {
             if let Some(db) = dir.strip_suffix(".db") {
@@ -195,6 +203,18 @@ impl CatalogProvider for PaimonCatalog {
         self.database(name).map(|d| d as Arc<dyn SchemaProvider>)
     }
 }
+
+/// Table functions of DataFusion, datafusion-cli and ours, looked up as tables before they are
+/// called.
+const TABLE_FUNCTIONS: &[&str] = &[
+    "generate_series",
+    "range",
+    "paimon_incremental_query",
+    "parquet_metadata",
+    "metadata_cache",
+    "statistics_cache",
+    "list_files_cache",
+];
 
 /// One database (`<name>.db`) of a warehouse.
 #[derive(Debug)]
@@ -344,6 +364,11 @@ impl SchemaProvider for PaimonDatabase {
             return self
                 .load_with(table, &options_hint::with_hint(session, hint))
                 .await;
+        }
+        // DataFusion looks a table function's name up as a table first: unless a Paimon table
+        // has that name, it is no table here, without a listing
+        if TABLE_FUNCTIONS.contains(&name) && !self.is_paimon_table(name) {
+            return Ok(None);
         }
         self.load(name).await
     }

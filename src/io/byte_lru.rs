@@ -50,6 +50,13 @@ impl<V: Clone> ByteLru<V> {
         Some(value.clone())
     }
 
+    /// Forgets every entry.
+    pub(crate) fn clear(&self) {
+        let mut entries = self.entries.lock().expect("cache lock");
+        entries.map.clear();
+        entries.bytes = 0;
+    }
+
     /// Keeps `value`, which takes `bytes`, unless it is too big.
     pub(crate) fn put(&self, key: &str, value: V, bytes: usize) {
         if bytes > self.max_entry || bytes > self.capacity {

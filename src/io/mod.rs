@@ -9,6 +9,7 @@ mod external_paths;
 mod file_io;
 mod file_stats;
 mod read_counting;
+mod request_counting;
 mod rolling_write;
 mod routed_store;
 
@@ -19,4 +20,5 @@ pub(crate) use data_file_write::{write_data_file, DataFileRows, DataFileWriter};
 pub(crate) use external_paths::ExternalPaths;
 pub(crate) use file_io::{beside, CachedFooter, FileIO, FooterCache};
 pub(crate) use read_counting::ReadCountingStore;
+pub use request_counting::{RequestCountingStore, RequestCounts, RequestSnapshot};
 pub(crate) use rolling_write::RollingFileWriter;

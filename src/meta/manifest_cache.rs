@@ -7,9 +7,18 @@
 //! two warehouses may hold files of the same name.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::io::ByteLru;
 use crate::spec::{ManifestEntry, ManifestFileMeta, TableSchema};
+
+/// How long a session trusts what it learnt of a table's schema directory (its latest schema),
+/// before it lists it again. Within it, a statement finds a newer schema with one HEAD of the
+/// next id instead of a LIST. (Java's catalog trusts its cached tables longer,
+/// `cache.expiration-interval`, 10 minutes, without looking for new schemas.) The bound covers
+/// a table dropped and created again, or fast-forwarded, by another process meanwhile, whose
+/// schema files keep their ids.
+pub(crate) const METADATA_TRUST: Duration = Duration::from_secs(60);
 
 /// Bytes of manifest files kept decoded (Java's `cache.manifest.small-file-memory` is 128 MB
 /// of decoded pages; ours counts the files, whose decoded entries take a few times more).
@@ -25,6 +34,8 @@ pub(crate) struct ManifestCache {
     entries: ByteLru<Arc<Vec<ManifestEntry>>>,
     lists: ByteLru<Arc<Vec<ManifestFileMeta>>>,
     schemas: ByteLru<Arc<TableSchema>>,
+    /// By schema directory: its latest schema when listed, and when.
+    latest_schemas: ByteLru<(Arc<TableSchema>, Instant)>,
 }
 
 impl ManifestCache {
@@ -44,6 +55,26 @@ impl ManifestCache {
         &self.schemas
     }
 
+    /// The latest schema of the schema directory `dir` as listed less than [`METADATA_TRUST`]
+    /// ago.
+    pub(crate) fn trusted_latest_schema(&self, dir: &str) -> Option<Arc<TableSchema>> {
+        self.latest_schemas
+            .get(dir)
+            .filter(|(_, at)| at.elapsed() < METADATA_TRUST)
+            .map(|(schema, _)| schema)
+    }
+
+    pub(crate) fn note_latest_schema(&self, dir: &str, schema: &Arc<TableSchema>) {
+        self.latest_schemas
+            .put(dir, (Arc::clone(schema), Instant::now()), 1024);
+    }
+
+    /// Forgets what was learnt of schema directories (after DDL and procedures of this
+    /// session: a dropped table, a fast-forward).
+    pub(crate) fn forget_listings(&self) {
+        self.latest_schemas.clear();
+    }
+
     /// Bytes of the files cached now.
     #[cfg(test)]
     pub(crate) fn bytes(&self) -> usize {
@@ -58,5 +89,6 @@ pub(crate) fn manifest_cache(capacity: usize) -> ManifestCache {
         entries: ByteLru::new(capacity, SMALL_MANIFEST_BYTES),
         lists: ByteLru::new(capacity / 4, SMALL_MANIFEST_BYTES),
         schemas: ByteLru::new(capacity / 16, SMALL_MANIFEST_BYTES),
+        latest_schemas: ByteLru::new(1 << 20, 1024),
     }
 }

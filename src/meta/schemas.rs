@@ -43,6 +43,15 @@ impl TableMeta {
     /// listing of the schema directory; the file itself is read only if the catalog has not
     /// decoded it before (same location, size and last modification).
     pub(crate) async fn latest_schema_if_any(&self) -> Result<Option<Arc<TableSchema>>> {
+        // listed recently by this session: one HEAD of the next id tells whether it changed
+        let dir = self.io.display("schema");
+        if let Some(known) = self.manifests.trusted_latest_schema(&dir) {
+            if !self.io.exists(&paths::schema_file(known.id + 1)).await? {
+                self.schemas.insert(known.id, Arc::clone(&known));
+                self.note_latest(&known);
+                return Ok(Some(known));
+            }
+        }
         let latest = self
             .io
             .list_files_meta("schema")
@@ -60,6 +69,7 @@ impl TableMeta {
             let schema = Arc::clone(&s);
             drop(s);
             self.note_latest(&schema);
+            self.manifests.note_latest_schema(&dir, &schema);
             return Ok(Some(schema));
         }
         // (an object store's e-tag changes with the content, where the modification time may
@@ -82,6 +92,7 @@ impl TableMeta {
         };
         self.schemas.insert(id, Arc::clone(&schema));
         self.note_latest(&schema);
+        self.manifests.note_latest_schema(&dir, &schema);
         Ok(Some(schema))
     }
 

@@ -31,6 +31,7 @@ mod metrics;
 mod mutated_files;
 mod object_store_s3;
 mod read_options;
+mod requests;
 mod runtime_filter;
 mod tailing;
 

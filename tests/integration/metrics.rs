@@ -125,8 +125,10 @@ async fn footers_are_read_once_per_session() {
     let session = PaimonSession::open(path).await.unwrap();
     for sql in [
         "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1', 'write-only' = 'true')",
-        "INSERT INTO t SELECT value, concat('v', CAST(value AS VARCHAR)) FROM generate_series(1, 5000) AS s(value)",
-        "INSERT INTO t SELECT value, 'updated' FROM generate_series(1, 5000, 7) AS s(value)",
+        // files larger than the tail a first read fetches (`format::parquet::tail_reader`):
+        // smaller ones are fetched whole either way
+        "INSERT INTO t SELECT value, concat('v', CAST(value AS VARCHAR)) FROM generate_series(1, 400000) AS s(value)",
+        "INSERT INTO t SELECT value, 'updated' FROM generate_series(1, 400000, 7) AS s(value)",
     ] {
         run_sql(&session, sql).await.expect(sql);
     }
@@ -139,7 +141,11 @@ async fn footers_are_read_once_per_session() {
     );
     let fresh = PaimonSession::open(path).await.unwrap();
     let new_session = metrics_of(&fresh, query, "PaimonScanExec").await("bytes_scanned");
-    assert_eq!(new_session, first);
+    // (pieces of one bucket read at once may each fetch a footer not cached yet)
+    assert!(
+        new_session > again,
+        "{new_session} bytes in a new session, {again} again"
+    );
     // same rows either way
     assert_eq!(
         single_i64(&session, "SELECT count(*) FROM t").await,

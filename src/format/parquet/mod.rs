@@ -29,6 +29,9 @@ use crate::deletion_vector::DeletionVector;
 mod chunk_stats;
 mod dictionary;
 mod encode;
+mod tail_reader;
+
+use tail_reader::TailReader;
 
 pub(in crate::format) use chunk_stats::from_writer as stats_from_writer;
 pub(super) use encode::Encoder;
@@ -38,7 +41,7 @@ pub(super) const COMPRESSIONS: &[&str] = &["zstd", "snappy", "lz4", "gzip", "non
 
 #[allow(deprecated, reason = "see the import")]
 pub(super) struct Opened {
-    builder: ParquetRecordBatchStreamBuilder<ParquetObjectReader>,
+    builder: ParquetRecordBatchStreamBuilder<TailReader>,
     path: Path,
 }
 
@@ -49,7 +52,10 @@ pub(super) async fn open(
     with_page_index: bool,
 ) -> Result<Opened> {
     #[allow(deprecated, reason = "see the import")]
-    let reader = ParquetObjectReader::new(store, path.clone()).with_file_size(size);
+    let reader = TailReader::new(
+        ParquetObjectReader::new(store, path.clone()).with_file_size(size),
+        size,
+    );
     // The page index is optional: files written without one read by row groups.
     let policy = if with_page_index {
         PageIndexPolicy::Optional
@@ -77,7 +83,10 @@ pub(super) fn open_with_metadata(
     metadata: Arc<ParquetMetaData>,
 ) -> Result<Opened> {
     #[allow(deprecated, reason = "see the import")]
-    let reader = ParquetObjectReader::new(store, path.clone()).with_file_size(size);
+    let reader = TailReader::with_known_metadata(
+        ParquetObjectReader::new(store, path.clone()).with_file_size(size),
+        size,
+    );
     let metadata = super::unless_panic("Parquet", path, || {
         ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())
     })?

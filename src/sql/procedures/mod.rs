@@ -127,8 +127,15 @@ pub(crate) async fn execute(session: &PaimonSession, call: Call) -> Result<DataF
         "expire_partitions" => return expire_partitions(session, &call).await,
         "create_tag" => tag_procedure(session, &call, TagAction::Create).await?,
         "delete_tag" => tag_procedure(session, &call, TagAction::Delete).await?,
-        "rollback_to" => tag_procedure(session, &call, TagAction::Rollback).await?,
-        "create_branch" | "delete_branch" | "fast_forward" => branch_procedure(session, &call).await?,
+        "rollback_to" => {
+            tag_procedure(session, &call, TagAction::Rollback).await?;
+            session.catalog().forget_listings();
+        }
+        "create_branch" | "delete_branch" | "fast_forward" => {
+            // (a fast-forward replaces the main branch's schema files)
+            branch_procedure(session, &call).await?;
+            session.catalog().forget_listings();
+        }
         other => {
             if by_time::execute(session, &call).await?.is_none() {
                 return plan_err!("Unknown procedure 'sys.{other}'");
@@ -515,7 +522,6 @@ async fn compact(session: &PaimonSession, call: &Call) -> Result<Option<DataFram
     }
     .full(&scope)
     .await?;
-    catalog.refresh().await?;
     Ok(None)
 }
 

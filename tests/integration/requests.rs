@@ -1,0 +1,147 @@
+//! Requests per statement on a table read and written through a counting store
+//! (`RequestCountingStore`): the object-store round trips each statement costs.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_paimon::sql::{DEFAULT_CATALOG, DEFAULT_DATABASE};
+use datafusion_paimon::{PaimonSession, RequestCountingStore, RequestCounts, RequestSnapshot};
+use object_store::local::LocalFileSystem;
+
+async fn counted_session(warehouse: &str) -> (PaimonSession, Arc<RequestCounts>) {
+    let store = RequestCountingStore::new(Arc::new(LocalFileSystem::new()), Duration::ZERO);
+    let counts = store.counts();
+    let config = SessionConfig::new()
+        .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_DATABASE)
+        .with_create_default_catalog_and_schema(false)
+        .with_information_schema(true);
+    let ctx = SessionContext::new_with_config(config);
+    ctx.register_object_store(&url::Url::parse("file://").unwrap(), Arc::new(store));
+    let session = PaimonSession::register(ctx, warehouse).await.unwrap();
+    (session, counts)
+}
+
+async fn requests_of(session: &PaimonSession, counts: &RequestCounts, sql: &str) -> RequestSnapshot {
+    let before = counts.snapshot();
+    let frame = session.sql(sql).await.unwrap();
+    frame.collect().await.unwrap();
+    counts.snapshot() - before
+}
+
+/// What a session's statements cost in requests, against the goals of issue 44: reads of a
+/// table a session knows list nothing; a point lookup on a compacted table takes 5 requests
+/// warm (the goal is 4: `LATEST`, the HEAD of the next snapshot Paimon's protocol asks for,
+/// the snapshot, the HEAD of the next schema, the data); writes and compactions list at most twice; Parquet metadata is one request
+/// per file (a speculative tail read), and a small file read again is one request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_take_few_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().to_str().unwrap();
+    let (session, counts) = counted_session(warehouse).await;
+    let create = "CREATE TABLE t (id BIGINT, a BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
+                  WITH ('bucket' = '4', 'write-only' = 'true')";
+    requests_of(&session, &counts, create).await;
+    for run in 0..5 {
+        // sparse keys, not a dense range
+        let insert =
+            format!("INSERT INTO t SELECT value * 7 + {run}, value, 'v' FROM generate_series(1, 4000)");
+        let r = requests_of(&session, &counts, &insert).await;
+        eprintln!("INSERT of 4000 rows: {r}");
+        if run > 0 {
+            assert!(r.list <= 2, "INSERT lists at most twice: {r}");
+        }
+    }
+    // 5 runs in each of 4 buckets: the point lookup reads one bucket's files
+    let lookup = "SELECT * FROM t WHERE id = 777";
+    for sql in [
+        lookup,
+        "SELECT count(*), sum(a) FROM t",
+        "SELECT count(*) FROM t WHERE id BETWEEN 1000 AND 2000",
+    ] {
+        let r = requests_of(&session, &counts, sql).await;
+        eprintln!("{sql}: {r}");
+        assert_eq!(
+            r.list, 0,
+            "{sql} lists nothing in a session that knows the table: {r}"
+        );
+        // LATEST, the next snapshot's HEAD, the snapshot, the next schema's HEAD, then one
+        // request per file (its tail holds footer, metadata and page index; these small
+        // files whole)
+        assert!(r.get + r.head <= 4 + 20, "{sql}: {r}");
+    }
+    let r = requests_of(&session, &counts, "CALL sys.compact('default.t')").await;
+    eprintln!("CALL sys.compact: {r}");
+    assert!(r.list <= 2, "compaction lists at most twice: {r}");
+    requests_of(&session, &counts, lookup).await;
+    let warm = requests_of(&session, &counts, lookup).await;
+    eprintln!("{lookup}, compacted, warm: {warm}");
+    assert!(warm.total() <= 5 && warm.list == 0, "warm point lookup: {warm}");
+    let (cold, cold_counts) = counted_session(warehouse).await;
+    let r = requests_of(&cold, &cold_counts, lookup).await;
+    eprintln!("{lookup}, compacted, cold session: {r}");
+    assert!(r.list <= 1, "cold point lookup: {r}");
+}
+
+/// A session that knows a table's schema without listing still reads data another session
+/// wrote with a newer schema (the snapshot names it), and its writes find the newer schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_known_schema_gives_way_to_a_newer_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().to_str().unwrap();
+    let (reader, _) = counted_session(warehouse).await;
+    let (writer, _) = counted_session(warehouse).await;
+    let rows = |session: &PaimonSession, sql: &'static str| {
+        let session = session.clone();
+        async move {
+            let batches = session.sql(sql).await.unwrap().collect().await.unwrap();
+            arrow::util::pretty::pretty_format_batches(&batches)
+                .unwrap()
+                .to_string()
+        }
+    };
+    for sql in [
+        "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1')",
+        "INSERT INTO t VALUES (1, 'a')",
+    ] {
+        writer.sql(sql).await.unwrap().collect().await.unwrap();
+    }
+    assert!(rows(&reader, "SELECT * FROM t").await.contains("| 1 | a |"));
+    writer
+        .sql("ALTER TABLE t ADD COLUMN w INT")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    writer
+        .sql("INSERT INTO t VALUES (2, 'b', 7)")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let shown = rows(&reader, "SELECT * FROM t ORDER BY k").await;
+    assert!(
+        shown.contains("| 2 | b | 7 |") && shown.contains("| 1 | a |   |"),
+        "{shown}"
+    );
+    // the reader's own write takes the newest schema too
+    reader.sql("ALTER TABLE t ADD COLUMN x INT").await.ok();
+    writer
+        .sql("INSERT INTO t VALUES (3, 'c', 8, 9)")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    reader
+        .sql("INSERT INTO t VALUES (4, 'd', 9, 10)")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let shown = rows(&writer, "SELECT * FROM t ORDER BY k").await;
+    assert!(shown.contains("| 4 | d | 9 | 10 |"), "{shown}");
+}
