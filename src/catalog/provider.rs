@@ -55,11 +55,21 @@ impl PaimonCatalog {
     pub async fn open(ctx: &SessionContext, location: &str) -> Result<Arc<Self>> {
         let url = warehouse_url(location)?;
         let store_url = ObjectStoreUrl::parse(&url[..url::Position::BeforePath])?;
-        let store = ctx.runtime_env().object_store(&store_url)?;
+        // every request of the catalog's tables counted, for `EXPLAIN ANALYZE`
+        let store = crate::io::RequestCountingStore::new(
+            ctx.runtime_env().object_store(&store_url)?,
+            std::time::Duration::ZERO,
+        );
+        let requests = store.counts();
         let root = Path::from_url_path(url.path()).map_err(|e| DataFusionError::External(Box::new(e)))?;
         let catalog = Arc::new(PaimonCatalog {
-            io: FileIO::new(store, root, url.to_string().trim_end_matches('/').to_string())
-                .with_registry(Arc::clone(&ctx.runtime_env().object_store_registry)),
+            io: FileIO::new(
+                Arc::new(store),
+                root,
+                url.to_string().trim_end_matches('/').to_string(),
+            )
+            .with_request_counts(requests)
+            .with_registry(Arc::clone(&ctx.runtime_env().object_store_registry)),
             read_options: Arc::new(RwLock::new(BTreeMap::new())),
             listing: RwLock::new(BTreeMap::new()),
             empty_databases: RwLock::new(BTreeSet::new()),
@@ -265,7 +275,7 @@ impl PaimonDatabase {
             .map(|b| b.trim())
             .filter(|b| !b.is_empty() && *b != "main");
         let branch = branch.or(option_branch);
-        let mut io = self.io.child(base);
+        let mut io = self.io.child(base).counting_requests_from_now();
         if let Some(branch) = branch {
             io = io.on_branch(branch);
         }

@@ -44,6 +44,9 @@ pub(crate) struct FileIO {
     /// Whether `store` reaches files on other stores through the session's registry
     /// ([`super::routed_store`]).
     routed: bool,
+    /// The requests made through the catalog's store (`RequestCountingStore`), and where they
+    /// stood when this table was opened for a statement: what `EXPLAIN ANALYZE` reports.
+    requests: Option<(Arc<super::RequestCounts>, super::RequestSnapshot)>,
 }
 
 /// The URI of a file `name` in the directory of the file at `uri`.
@@ -64,7 +67,31 @@ impl FileIO {
             footers: Arc::new(ByteLru::new(FOOTER_CACHE_BYTES, MAX_FOOTER_BYTES)),
             branch: None,
             routed: false,
+            requests: None,
         }
+    }
+
+    /// This FileIO counting the requests of `counts` (its store counts into them).
+    pub(crate) fn with_request_counts(mut self, counts: Arc<super::RequestCounts>) -> Self {
+        let now = counts.snapshot();
+        self.requests = Some((counts, now));
+        self
+    }
+
+    /// This FileIO with its request window starting now (a table opened for a statement).
+    pub(crate) fn counting_requests_from_now(mut self) -> Self {
+        if let Some((counts, since)) = &mut self.requests {
+            *since = counts.snapshot();
+        }
+        self
+    }
+
+    /// The requests made through the catalog's store since [`Self::counting_requests_from_now`]
+    /// (every statement of the session running meanwhile included).
+    pub(crate) fn requests_since_opened(&self) -> Option<super::RequestSnapshot> {
+        self.requests
+            .as_ref()
+            .map(|(counts, since)| counts.snapshot() - *since)
     }
 
     /// This FileIO reaching data files at external paths on other stores (another bucket or
@@ -125,6 +152,7 @@ impl FileIO {
             footers: Arc::clone(&self.footers),
             branch: None,
             routed: self.routed,
+            requests: self.requests.clone(),
         }
     }
 

@@ -35,7 +35,7 @@ use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Par
 use futures::StreamExt;
 
 use super::file_read::ReadLayout;
-use super::metrics::ScanMetrics;
+use super::metrics::{RequestGauges, ScanMetrics};
 use super::row_selection::StatsPruning;
 use super::split::{NewerRuns, Split};
 use super::stream::partition_stream;
@@ -124,6 +124,8 @@ pub struct PaimonScanExec {
     /// Dynamic filters a join above pushed here (`runtime_filter`): each partition narrows
     /// its splits by them when it starts.
     runtime_filters: Vec<Arc<dyn PhysicalExpr>>,
+    /// The statement's requests, registered at the first partition's start.
+    requests: std::sync::OnceLock<RequestGauges>,
 }
 
 impl PaimonScanExec {
@@ -158,6 +160,7 @@ impl PaimonScanExec {
             properties,
             origin: None,
             runtime_filters: Vec::new(),
+            requests: std::sync::OnceLock::new(),
         }
     }
 
@@ -368,15 +371,21 @@ impl ExecutionPlan for PaimonScanExec {
         let batch_size = context.session_config().batch_size();
         let metrics = ScanMetrics::new(&self.metrics, partition, StatementProgress::of(&context));
         let memory = Arc::clone(context.memory_pool());
+        let requests = self
+            .requests
+            .get_or_init(|| RequestGauges::new(&self.metrics))
+            .clone();
+        let io = self.ctx.table_io.clone();
         if self.runtime_filters.is_empty() {
-            return Ok(partition_stream(
+            let stream = partition_stream(
                 Arc::clone(&self.ctx),
                 splits.clone(),
                 batch_size,
                 metrics,
                 self.limit,
                 memory,
-            ));
+            );
+            return Ok(requests.at_end(io, stream));
         }
         // Narrowed when first polled: by then the join above has filled its filter in.
         let (ctx, filters, splits, limit) = (
@@ -392,7 +401,8 @@ impl ExecutionPlan for PaimonScanExec {
             partition_stream(ctx, splits, batch_size, metrics, limit, memory)
         })
         .flatten();
-        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream)))
+        let stream = Box::pin(RecordBatchStreamAdapter::new(self.schema(), stream));
+        Ok(requests.at_end(io, stream))
     }
 
     /// Keeps the dynamic filters a join pushes down (`runtime_filter`). Nothing is claimed
@@ -429,6 +439,7 @@ impl ExecutionPlan for PaimonScanExec {
             properties: Arc::clone(&self.properties),
             origin: self.origin.clone(),
             runtime_filters: self.runtime_filters.iter().cloned().chain(accepted).collect(),
+            requests: std::sync::OnceLock::new(),
         };
         Ok(FilterPushdownPropagation::with_parent_pushdown_result(no).with_updated_node(Arc::new(node)))
     }

@@ -10,12 +10,13 @@ use arrow::array::RecordBatch;
 use datafusion::common::Result;
 use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream};
 use datafusion::physical_plan::metrics::{
-    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, Time,
+    BaselineMetrics, Count, ExecutionPlanMetricsSet, Gauge, MetricBuilder, Time,
 };
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use futures::Stream;
 use object_store::ObjectStore;
 
-use crate::io::ReadCountingStore;
+use crate::io::{FileIO, ReadCountingStore, RequestSnapshot};
 use crate::merge::MergeMetrics;
 use crate::progress::StatementProgress;
 
@@ -86,6 +87,58 @@ impl ScanMetrics {
             time: self.baseline.elapsed_compute().clone(),
             output: Output::Baseline(self.baseline.clone()),
         })
+    }
+}
+
+/// The requests a statement made through the catalog's store from opening the table until
+/// its scan ended (`requests_get`, `requests_head`, `requests_list`, `bytes_fetched`): one
+/// value per scan, the largest any partition saw when it ended, so the last one's.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestGauges {
+    get: Gauge,
+    head: Gauge,
+    list: Gauge,
+    bytes: Gauge,
+}
+
+impl RequestGauges {
+    pub(crate) fn new(metrics: &ExecutionPlanMetricsSet) -> Self {
+        let gauge = |name: &'static str| MetricBuilder::new(metrics).global_gauge(name);
+        RequestGauges {
+            get: gauge("requests_get"),
+            head: gauge("requests_head"),
+            list: gauge("requests_list"),
+            bytes: gauge("bytes_fetched"),
+        }
+    }
+
+    pub(crate) fn record(&self, requests: RequestSnapshot) {
+        for (gauge, value) in [
+            (&self.get, requests.get),
+            (&self.head, requests.head),
+            (&self.list, requests.list),
+            (&self.bytes, requests.bytes_fetched),
+        ] {
+            let value = value as usize;
+            if value > gauge.value() {
+                gauge.set(value);
+            }
+        }
+    }
+
+    /// `input`, recording the requests of the table `io` belongs to when it ends.
+    pub(crate) fn at_end(self, io: FileIO, input: SendableRecordBatchStream) -> SendableRecordBatchStream {
+        let schema = input.schema();
+        let end = futures::stream::poll_fn(move |_| {
+            if let Some(requests) = io.requests_since_opened() {
+                self.record(requests);
+            }
+            Poll::Ready(None::<Result<RecordBatch>>)
+        });
+        Box::pin(RecordBatchStreamAdapter::new(
+            schema,
+            futures::StreamExt::chain(input, end),
+        ))
     }
 }
 

@@ -11,6 +11,7 @@ mod file_read;
 pub(crate) mod incremental;
 mod index_skip;
 mod metrics;
+pub(crate) use metrics::RequestGauges;
 mod parallel;
 mod plan;
 mod row_selection;

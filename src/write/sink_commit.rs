@@ -159,6 +159,9 @@ impl PaimonSink {
             self.expire_after_commit().await?;
             self.metrics.expire_time.add_elapsed(expire_started);
         }
+        if let Some(requests) = self.meta.io().requests_since_opened() {
+            self.metrics.requests.record(requests);
+        }
         Ok(count)
     }
 }

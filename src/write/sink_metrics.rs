@@ -26,6 +26,8 @@ pub(crate) struct SinkMetrics {
     pub(crate) compaction_time: Time,
     /// Partition and snapshot expiration, automatic tags.
     pub(crate) expire_time: Time,
+    /// The statement's object-store requests, from opening the table to the end of its commit.
+    pub(crate) requests: crate::scan::RequestGauges,
 }
 
 impl SinkMetrics {
@@ -43,6 +45,7 @@ impl SinkMetrics {
             commit_time: time("commit_time"),
             compaction_time: time("compaction_time"),
             expire_time: time("expire_time"),
+            requests: crate::scan::RequestGauges::new(&set),
             set,
         }
     }

@@ -20,7 +20,7 @@ fn find(plan: &Arc<dyn ExecutionPlan>, name: &str) -> Option<Arc<dyn ExecutionPl
 }
 
 /// Runs `sql` and returns the metric sums of its node `node`, by name.
-async fn metrics_of(session: &PaimonSession, sql: &str, node: &str) -> impl Fn(&str) -> usize {
+pub(crate) async fn metrics_of(session: &PaimonSession, sql: &str, node: &str) -> impl Fn(&str) -> usize {
     let frame = session.sql(sql).await.expect(sql);
     let task = frame.task_ctx();
     let plan = frame.create_physical_plan().await.expect("plan");

@@ -77,6 +77,16 @@ async fn statements_take_few_requests() {
     let warm = requests_of(&session, &counts, lookup).await;
     eprintln!("{lookup}, compacted, warm: {warm}");
     assert!(warm.total() <= 5 && warm.list == 0, "warm point lookup: {warm}");
+    // EXPLAIN ANALYZE reports the same requests on the scan
+    let before = counts.snapshot();
+    let scan = crate::metrics::metrics_of(&session, lookup, "PaimonScanExec").await;
+    let seen = counts.snapshot() - before;
+    assert_eq!(
+        (scan("requests_get"), scan("requests_head"), scan("requests_list")),
+        (seen.get as usize, seen.head as usize, seen.list as usize),
+        "{seen}"
+    );
+    assert_eq!(scan("bytes_fetched"), seen.bytes_fetched as usize);
     let (cold, cold_counts) = counted_session(warehouse).await;
     let r = requests_of(&cold, &cold_counts, lookup).await;
     eprintln!("{lookup}, compacted, cold session: {r}");
