@@ -155,3 +155,129 @@ async fn a_known_schema_gives_way_to_a_newer_one() {
     let shown = rows(&writer, "SELECT * FROM t ORDER BY k").await;
     assert!(shown.contains("| 4 | d | 9 | 10 |"), "{shown}");
 }
+
+/// Reads at 20 ms per request (an object store's round trip, added to every request of a
+/// local store): requests and wall time of each statement against DataFusion's `ListingTable`
+/// over the same live data files in the same conditions, warm. Our reads resolve the snapshot
+/// and merge runs; the listing table only reads the files. Printed for the record; the
+/// requests must stay within 1.3x the listing table's plus the snapshot's metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_at_20ms_per_request_against_listing_table() {
+    use datafusion::datasource::file_format::parquet::ParquetFormat;
+    use datafusion::datasource::listing::{
+        ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+    };
+
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().to_str().unwrap();
+    let (setup, _) = counted_session(warehouse).await;
+    setup
+        .sql(
+            "CREATE TABLE t (id BIGINT, a BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
+             WITH ('bucket' = '4', 'write-only' = 'true')",
+        )
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    for run in 0..5 {
+        // string-free sparse keys in scattered order
+        let insert = format!(
+            "INSERT INTO t SELECT (value * 7919 + {run}) % 1000003, value, 'v' FROM generate_series(1, 20000)"
+        );
+        setup.sql(&insert).await.unwrap().collect().await.unwrap();
+    }
+    let latency = Duration::from_millis(20);
+    let slow = |store: RequestCountingStore, paimon: bool| {
+        let counts = store.counts();
+        let config = if paimon {
+            SessionConfig::new()
+                .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_DATABASE)
+                .with_create_default_catalog_and_schema(false)
+        } else {
+            SessionConfig::new()
+        };
+        let ctx = SessionContext::new_with_config(config);
+        ctx.register_object_store(&url::Url::parse("file://").unwrap(), Arc::new(store));
+        (ctx, counts)
+    };
+    let (ctx, ours_counts) = slow(
+        RequestCountingStore::new(Arc::new(LocalFileSystem::new()), latency),
+        true,
+    );
+    let ours = PaimonSession::register(ctx, warehouse).await.unwrap();
+    let (listing, listing_counts) = slow(
+        RequestCountingStore::new(Arc::new(LocalFileSystem::new()), latency),
+        false,
+    );
+    let files = setup
+        .sql("SELECT file_path FROM \"t$files\"")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let urls: Vec<ListingTableUrl> = files
+        .iter()
+        .flat_map(|b| {
+            let paths = arrow::array::AsArray::as_string::<i32>(b.column(0)).clone();
+            paths
+                .iter()
+                .flatten()
+                .map(|p| ListingTableUrl::parse(p).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let config = ListingTableConfig::new_with_multi_paths(urls)
+        .with_listing_options(ListingOptions::new(Arc::new(ParquetFormat::default())))
+        .infer_schema(&listing.state())
+        .await
+        .unwrap();
+    listing
+        .register_table("lt", Arc::new(ListingTable::try_new(config).unwrap()))
+        .unwrap();
+    let timed = |session: SessionContext, counts: Arc<RequestCounts>, sql: String| async move {
+        session.sql(&sql).await.unwrap().collect().await.unwrap(); // warm
+        let before = counts.snapshot();
+        let started = std::time::Instant::now();
+        session.sql(&sql).await.unwrap().collect().await.unwrap();
+        (started.elapsed(), counts.snapshot() - before)
+    };
+    for (name, sql) in [
+        ("point lookup", "SELECT * FROM {t} WHERE id = 777"),
+        ("count, sum", "SELECT count(*), sum(a) FROM {t}"),
+        (
+            "key range",
+            "SELECT count(*) FROM {t} WHERE id BETWEEN 1000 AND 20000",
+        ),
+    ] {
+        let (ours_time, ours_requests) = timed(
+            ours.context().clone(),
+            Arc::clone(&ours_counts),
+            sql.replace("{t}", "t"),
+        )
+        .await;
+        let (lt_time, lt_requests) = timed(
+            listing.clone(),
+            Arc::clone(&listing_counts),
+            sql.replace("{t}", "lt"),
+        )
+        .await;
+        eprintln!(
+            "{name}: ours {} requests {:.0} ms, ListingTable {} requests {:.0} ms: {:.2}x the time, {:.2}x the requests",
+            ours_requests.total(),
+            ours_time.as_secs_f64() * 1000.0,
+            lt_requests.total(),
+            lt_time.as_secs_f64() * 1000.0,
+            ours_time.as_secs_f64() / lt_time.as_secs_f64(),
+            ours_requests.total() as f64 / lt_requests.total().max(1) as f64,
+        );
+        // the snapshot's metadata (LATEST, the next snapshot's HEAD, the snapshot, the next
+        // schema's HEAD) on top of what reading the files takes
+        assert!(
+            ours_requests.total() as f64 <= 1.3 * lt_requests.total() as f64 + 4.0,
+            "{name}: {ours_requests} against {lt_requests}"
+        );
+    }
+}
