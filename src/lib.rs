@@ -12,7 +12,8 @@
 //!
 //! * [`spec`]: the on-disk format as plain data (schemas, snapshots, manifests, BinaryRow, paths).
 //! * `bitmap`: roaring bitmaps in Paimon's byte layouts.
-//! * `io`: bytes and Parquet footers on an `ObjectStore`; a table's `FileIO` seen from a branch;
+//! * `io`: bytes and Parquet footers on an `ObjectStore` (every request counted by kind,
+//!   `RequestCountingStore`); a table's `FileIO` seen from a branch;
 //!   where new data files go (external paths, other stores) and `.blob` files; cloud stores built
 //!   from the environment (`CloudStores`, feature `cli`).
 //! * [`progress`]: live counters of the running statement (a session extension any layer adds to).
