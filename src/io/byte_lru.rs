@@ -50,6 +50,14 @@ impl<V: Clone> ByteLru<V> {
         Some(value.clone())
     }
 
+    /// Forgets the entry of `key`, if any.
+    pub(crate) fn remove(&self, key: &str) {
+        let mut entries = self.entries.lock().expect("cache lock");
+        if let Some((_, bytes, _)) = entries.map.remove(key) {
+            entries.bytes -= bytes;
+        }
+    }
+
     /// Forgets every entry.
     pub(crate) fn clear(&self) {
         let mut entries = self.entries.lock().expect("cache lock");

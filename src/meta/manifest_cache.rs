@@ -36,6 +36,8 @@ pub(crate) struct ManifestCache {
     schemas: ByteLru<Arc<TableSchema>>,
     /// By schema directory: its latest schema when listed, and when.
     latest_schemas: ByteLru<(Arc<TableSchema>, Instant)>,
+    /// By schema directory: the latest snapshot a read found last (id, commit time).
+    latest_snapshots: ByteLru<(i64, i64)>,
 }
 
 impl ManifestCache {
@@ -69,10 +71,27 @@ impl ManifestCache {
             .put(dir, (Arc::clone(schema), Instant::now()), 1024);
     }
 
+    /// Records that the latest snapshot of the table whose schema directory is `dir` is `id`,
+    /// committed at `millis`. False when that contradicts what this session saw before (a lower
+    /// id, or the same id committed at another time: the table was rolled back, created again
+    /// or fast-forwarded meanwhile); its schema listing is then forgotten.
+    pub(crate) fn note_latest_snapshot(&self, dir: &str, id: i64, millis: i64) -> bool {
+        let consistent = match self.latest_snapshots.get(dir) {
+            Some((seen, seen_millis)) => id > seen || (id == seen && millis == seen_millis),
+            None => true,
+        };
+        if !consistent {
+            self.latest_schemas.remove(dir);
+        }
+        self.latest_snapshots.put(dir, (id, millis), 16);
+        consistent
+    }
+
     /// Forgets what was learnt of schema directories (after DDL and procedures of this
     /// session: a dropped table, a fast-forward).
     pub(crate) fn forget_listings(&self) {
         self.latest_schemas.clear();
+        self.latest_snapshots.clear();
     }
 
     /// Bytes of the files cached now.
@@ -90,5 +109,6 @@ pub(crate) fn manifest_cache(capacity: usize) -> ManifestCache {
         lists: ByteLru::new(capacity / 4, SMALL_MANIFEST_BYTES),
         schemas: ByteLru::new(capacity / 16, SMALL_MANIFEST_BYTES),
         latest_schemas: ByteLru::new(1 << 20, 1024),
+        latest_snapshots: ByteLru::new(1 << 20, 1024),
     }
 }

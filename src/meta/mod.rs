@@ -36,6 +36,9 @@ pub(crate) struct TableMeta {
     manifests: Arc<ManifestCache>,
     /// The newest schema this handle has loaded: its options say how manifests are written.
     latest_schema: std::sync::RwLock<Option<Arc<TableSchema>>>,
+    /// Set when the latest snapshot contradicted what the session saw before (see
+    /// `ManifestCache::note_latest_snapshot`): a schema taken from its listing may be stale.
+    listing_contradicted: std::sync::atomic::AtomicBool,
 }
 
 impl TableMeta {
@@ -50,7 +53,21 @@ impl TableMeta {
             schemas: DashMap::new(),
             manifests,
             latest_schema: std::sync::RwLock::new(None),
+            listing_contradicted: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether a latest snapshot this handle read contradicted the session's earlier view of
+    /// the table (then a schema taken from that view is read again); clears it.
+    pub(crate) fn take_listing_contradicted(&self) -> bool {
+        let contradicted = self
+            .listing_contradicted
+            .swap(false, std::sync::atomic::Ordering::Relaxed);
+        if contradicted {
+            // schema files of the same ids may hold other schemas now
+            self.schemas.clear();
+        }
+        contradicted
     }
 
     pub(crate) fn io(&self) -> &FileIO {

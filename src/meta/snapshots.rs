@@ -143,14 +143,33 @@ impl TableMeta {
                     Some(later) => later,
                     None => l, // damaged: fails again below, naming it
                 },
-                other => return other.map(Some),
+                other => {
+                    let snapshot = other?;
+                    self.note_latest_snapshot(&snapshot);
+                    return Ok(Some(snapshot));
+                }
             },
             None => match self.snapshot_ids().await?.last() {
                 Some(&last) => last,
                 None => return Ok(None),
             },
         };
-        Ok(Some(self.snapshot(id).await?))
+        let snapshot = self.snapshot(id).await?;
+        self.note_latest_snapshot(&snapshot);
+        Ok(Some(snapshot))
+    }
+
+    /// Tells the session's cache which snapshot is the latest now (`ManifestCache::
+    /// note_latest_snapshot`), remembering a contradiction for [`Self::take_listing_contradicted`].
+    fn note_latest_snapshot(&self, snapshot: &Snapshot) {
+        let dir = self.io.display("schema");
+        if !self
+            .manifests
+            .note_latest_snapshot(&dir, snapshot.id, snapshot.time_millis)
+        {
+            self.listing_contradicted
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// All live snapshots, ascending by id.

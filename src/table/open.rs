@@ -50,6 +50,12 @@ pub(crate) async fn open_table_with_latest(
         None
     };
     let snapshot = resolve_snapshot(&meta, &name, options).await?;
+    // the table changed under the session's view of it (rolled back, created again): its
+    // schema is listed again
+    let latest = match latest {
+        Some(_) if meta.take_listing_contradicted() => Some(meta.latest_schema().await?),
+        latest => latest,
+    };
     let schema = read_schema(&meta, snapshot.as_ref(), options, latest).await?;
     let after_only = match options.get(crate::changelog::ALLOW_AFTER_ONLY).map(|v| v.trim()) {
         None => false,

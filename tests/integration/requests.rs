@@ -281,3 +281,44 @@ async fn reads_at_20ms_per_request_against_listing_table() {
         );
     }
 }
+
+/// A table dropped and created again by another session, with as many schemas and snapshots as
+/// before, is read with its new schema: its latest snapshot, the same id committed at another
+/// time, contradicts what the reading session saw, so the schemas are listed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_created_again_elsewhere_is_read_with_its_new_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().to_str().unwrap();
+    let (reader, _) = counted_session(warehouse).await;
+    let (writer, _) = counted_session(warehouse).await;
+    let run = |session: &PaimonSession, sql: &'static str| {
+        let session = session.clone();
+        async move {
+            let batches = session.sql(sql).await.unwrap().collect().await.unwrap();
+            arrow::util::pretty::pretty_format_batches(&batches)
+                .unwrap()
+                .to_string()
+        }
+    };
+    run(
+        &writer,
+        "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1')",
+    )
+    .await;
+    run(&writer, "INSERT INTO t VALUES (1, 'a')").await;
+    assert!(run(&reader, "SELECT * FROM t").await.contains("| 1 | a |"));
+    run(&writer, "DROP TABLE t").await;
+    // (another second: the new snapshot's commit time differs)
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    run(
+        &writer,
+        "CREATE TABLE t (k BIGINT, w INT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1')",
+    )
+    .await;
+    run(&writer, "INSERT INTO t VALUES (2, 7)").await;
+    let shown = run(&reader, "SELECT * FROM t").await;
+    assert!(
+        shown.contains("| k | w |") && shown.contains("| 2 | 7 |"),
+        "{shown}"
+    );
+}
