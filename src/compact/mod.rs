@@ -129,6 +129,11 @@ impl Compaction<'_> {
     /// gone and newer snapshots exist), its result would be stale anyway, so it is given up like
     /// a lost compaction conflict. The write itself is committed, and the next write compacts.
     pub(crate) async fn after_write(&self, written: BTreeSet<PartitionBucket>) -> Result<Option<Snapshot>> {
+        // (nothing to do costs no request)
+        let settings = CompactSettings::new(self.schema)?;
+        if settings.write_only || written.is_empty() || !self.schema.has_primary_key() {
+            return Ok(None);
+        }
         let base = self.meta.latest_snapshot_id().await?.unwrap_or(0);
         match self.after_write_on(written).await {
             Err(e) if crate::error::is_not_found(&e) && self.meta.moved_past(base).await? => Ok(None),
