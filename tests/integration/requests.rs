@@ -8,6 +8,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion_paimon::sql::{DEFAULT_CATALOG, DEFAULT_DATABASE};
 use datafusion_paimon::{PaimonSession, RequestCountingStore, RequestCounts, RequestSnapshot};
 use object_store::local::LocalFileSystem;
+use object_store::ObjectStore;
 
 async fn counted_session(warehouse: &str) -> (PaimonSession, Arc<RequestCounts>) {
     let store = RequestCountingStore::new(Arc::new(LocalFileSystem::new()), Duration::ZERO);
@@ -163,14 +164,44 @@ async fn a_known_schema_gives_way_to_a_newer_one() {
 /// requests must stay within 1.3x the listing table's plus the snapshot's metadata.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_at_20ms_per_request_against_listing_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = || Arc::new(LocalFileSystem::new()) as Arc<dyn ObjectStore>;
+    compare_with_listing_table(dir.path().to_str().unwrap(), "file://", &local).await;
+}
+
+/// The same on the local S3 server (`tests/s3/run.sh`), 20 ms added to each of its requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs an S3 server: tests/s3/run.sh"]
+async fn s3_reads_at_20ms_per_request_against_listing_table() {
+    let warehouse = crate::object_store_s3::S3Warehouse::new("requests");
+    let url = warehouse.url();
+    let base = url[..url[5..].find('/').map_or(url.len(), |i| i + 5)].to_string();
+    let s3 = || warehouse.store();
+    compare_with_listing_table(&url, &base, &s3).await;
+}
+
+async fn compare_with_listing_table(warehouse: &str, base: &str, store: &dyn Fn() -> Arc<dyn ObjectStore>) {
     use datafusion::datasource::file_format::parquet::ParquetFormat;
     use datafusion::datasource::listing::{
         ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
     };
 
-    let dir = tempfile::tempdir().unwrap();
-    let warehouse = dir.path().to_str().unwrap();
-    let (setup, _) = counted_session(warehouse).await;
+    let session = |latency: Duration, paimon: bool| {
+        let counting = RequestCountingStore::new(store(), latency);
+        let counts = counting.counts();
+        let config = if paimon {
+            SessionConfig::new()
+                .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_DATABASE)
+                .with_create_default_catalog_and_schema(false)
+        } else {
+            SessionConfig::new()
+        };
+        let ctx = SessionContext::new_with_config(config);
+        ctx.register_object_store(&url::Url::parse(base).unwrap(), Arc::new(counting));
+        (ctx, counts)
+    };
+    let (ctx, _) = session(Duration::ZERO, true);
+    let setup = PaimonSession::register(ctx, warehouse).await.unwrap();
     setup
         .sql(
             "CREATE TABLE t (id BIGINT, a BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) \
@@ -182,35 +213,16 @@ async fn reads_at_20ms_per_request_against_listing_table() {
         .await
         .unwrap();
     for run in 0..5 {
-        // string-free sparse keys in scattered order
+        // sparse keys in scattered order
         let insert = format!(
             "INSERT INTO t SELECT (value * 7919 + {run}) % 1000003, value, 'v' FROM generate_series(1, 20000)"
         );
         setup.sql(&insert).await.unwrap().collect().await.unwrap();
     }
     let latency = Duration::from_millis(20);
-    let slow = |store: RequestCountingStore, paimon: bool| {
-        let counts = store.counts();
-        let config = if paimon {
-            SessionConfig::new()
-                .with_default_catalog_and_schema(DEFAULT_CATALOG, DEFAULT_DATABASE)
-                .with_create_default_catalog_and_schema(false)
-        } else {
-            SessionConfig::new()
-        };
-        let ctx = SessionContext::new_with_config(config);
-        ctx.register_object_store(&url::Url::parse("file://").unwrap(), Arc::new(store));
-        (ctx, counts)
-    };
-    let (ctx, ours_counts) = slow(
-        RequestCountingStore::new(Arc::new(LocalFileSystem::new()), latency),
-        true,
-    );
+    let (ctx, ours_counts) = session(latency, true);
     let ours = PaimonSession::register(ctx, warehouse).await.unwrap();
-    let (listing, listing_counts) = slow(
-        RequestCountingStore::new(Arc::new(LocalFileSystem::new()), latency),
-        false,
-    );
+    let (listing, listing_counts) = session(latency, false);
     let files = setup
         .sql("SELECT file_path FROM \"t$files\"")
         .await
@@ -265,7 +277,7 @@ async fn reads_at_20ms_per_request_against_listing_table() {
         )
         .await;
         eprintln!(
-            "{name}: ours {} requests {:.0} ms, ListingTable {} requests {:.0} ms: {:.2}x the time, {:.2}x the requests",
+            "{base} {name}: ours {} requests {:.0} ms, ListingTable {} requests {:.0} ms: {:.2}x the time, {:.2}x the requests",
             ours_requests.total(),
             ours_time.as_secs_f64() * 1000.0,
             lt_requests.total(),
