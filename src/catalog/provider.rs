@@ -214,18 +214,6 @@ impl CatalogProvider for PaimonCatalog {
     }
 }
 
-/// Table functions of DataFusion, datafusion-cli and ours, looked up as tables before they are
-/// called.
-const TABLE_FUNCTIONS: &[&str] = &[
-    "generate_series",
-    "range",
-    "paimon_incremental_query",
-    "parquet_metadata",
-    "metadata_cache",
-    "statistics_cache",
-    "list_files_cache",
-];
-
 /// One database (`<name>.db`) of a warehouse.
 #[derive(Debug)]
 pub struct PaimonDatabase {
@@ -280,6 +268,15 @@ impl PaimonDatabase {
             io = io.on_branch(branch);
         }
         let meta = Arc::new(TableMeta::with_manifest_cache(io, Arc::clone(&self.manifests)));
+        // A name this catalog has not listed (a table another process created since, or no
+        // table: DataFusion looks a table function's name up as a table first) costs a HEAD,
+        // not a listing: every table's first schema is `schema-0`.
+        if branch.is_none()
+            && !self.is_paimon_table(base)
+            && !meta.io().exists(&crate::spec::paths::schema_file(0)).await?
+        {
+            return Ok(None);
+        }
         // one listing of the schema directory tells whether the table exists and which
         // schema a read of its latest state uses (the file decoded once per catalog)
         let Some(latest) = meta.latest_schema_if_any().await? else {
@@ -374,11 +371,6 @@ impl SchemaProvider for PaimonDatabase {
             return self
                 .load_with(table, &options_hint::with_hint(session, hint))
                 .await;
-        }
-        // DataFusion looks a table function's name up as a table first: unless a Paimon table
-        // has that name, it is no table here, without a listing
-        if TABLE_FUNCTIONS.contains(&name) && !self.is_paimon_table(name) {
-            return Ok(None);
         }
         self.load(name).await
     }

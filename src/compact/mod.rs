@@ -69,6 +69,47 @@ impl CompactOutcome {
     fn is_empty(&self) -> bool {
         self.before.is_empty() && self.changelog.is_empty()
     }
+
+    /// Every file of this outcome as a message row of a distributed compaction or write: its
+    /// kind and its (index) manifest entry as an Avro datum.
+    pub(crate) fn message_rows(&self) -> Result<Vec<(&'static str, Vec<u8>)>> {
+        use crate::spec::manifest_write::{entry_datum, index_entry_datum};
+        let avro = |e: apache_avro::Error| datafusion::common::exec_datafusion_err!("{e}");
+        let mut rows = Vec::new();
+        for (kind, list) in [
+            ("before", &self.before),
+            ("after", &self.after),
+            ("changelog", &self.changelog),
+        ] {
+            for entry in list {
+                rows.push((kind, entry_datum(entry).map_err(avro)?));
+            }
+        }
+        for (kind, list) in [
+            ("index_added", &self.index_added),
+            ("index_removed", &self.index_removed),
+        ] {
+            for entry in list {
+                rows.push((kind, index_entry_datum(entry).map_err(avro)?));
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Adds a row of [`Self::message_rows`]; false when `kind` is none of its kinds. `what`
+    /// names the message in errors.
+    pub(crate) fn add_message_row(&mut self, kind: &str, bytes: &[u8], what: &str) -> Result<bool> {
+        use crate::spec::manifest_write::{entry_from_datum, index_entry_from_datum};
+        match kind {
+            "before" => self.before.push(entry_from_datum(bytes, what)?),
+            "after" => self.after.push(entry_from_datum(bytes, what)?),
+            "changelog" => self.changelog.push(entry_from_datum(bytes, what)?),
+            "index_added" => self.index_added.push(index_entry_from_datum(bytes, what)?),
+            "index_removed" => self.index_removed.push(index_entry_from_datum(bytes, what)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
 }
 
 /// The part of `parts` compacting `group`: a stable hash of partition and bucket, the same on

@@ -22,7 +22,7 @@ use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{exec_datafusion_err, exec_err, internal_err, Result};
+use datafusion::common::{exec_err, internal_err, Result};
 use datafusion::datasource::memory::MemorySourceConfig;
 use datafusion::datasource::TableType;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
@@ -38,7 +38,6 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::{CompactOutcome, CompactScope, Compaction};
 use crate::meta::TableMeta;
-use crate::spec::manifest_write::{entry_datum, entry_from_datum, index_entry_datum, index_entry_from_datum};
 use crate::spec::TableSchema;
 
 /// One table's full compaction, as data every node of the plan carries.
@@ -99,25 +98,9 @@ impl CompactOutcome {
     fn to_message_batch(&self) -> Result<RecordBatch> {
         let mut kinds = StringBuilder::new();
         let mut entries = BinaryBuilder::new();
-        let avro = |e: apache_avro::Error| exec_datafusion_err!("{e}");
-        for (kind, list) in [
-            ("before", &self.before),
-            ("after", &self.after),
-            ("changelog", &self.changelog),
-        ] {
-            for entry in list {
-                kinds.append_value(kind);
-                entries.append_value(entry_datum(entry).map_err(avro)?);
-            }
-        }
-        for (kind, list) in [
-            ("index_added", &self.index_added),
-            ("index_removed", &self.index_removed),
-        ] {
-            for entry in list {
-                kinds.append_value(kind);
-                entries.append_value(index_entry_datum(entry).map_err(avro)?);
-            }
+        for (kind, bytes) in self.message_rows()? {
+            kinds.append_value(kind);
+            entries.append_value(bytes);
         }
         Ok(RecordBatch::try_new(
             Arc::clone(&MESSAGE_SCHEMA),
@@ -134,14 +117,9 @@ impl CompactOutcome {
             return exec_err!("{what} has columns of the wrong types");
         };
         for i in 0..batch.num_rows() {
-            let bytes = entries.value(i);
-            match kinds.value(i) {
-                "before" => self.before.push(entry_from_datum(bytes, &what)?),
-                "after" => self.after.push(entry_from_datum(bytes, &what)?),
-                "changelog" => self.changelog.push(entry_from_datum(bytes, &what)?),
-                "index_added" => self.index_added.push(index_entry_from_datum(bytes, &what)?),
-                "index_removed" => self.index_removed.push(index_entry_from_datum(bytes, &what)?),
-                other => return exec_err!("{what} has an unknown kind '{other}'"),
+            let kind = kinds.value(i);
+            if !self.add_message_row(kind, entries.value(i), &what)? {
+                return exec_err!("{what} has an unknown kind '{kind}'");
             }
         }
         Ok(())

@@ -188,6 +188,7 @@ impl ExecutionPlan for PaimonAssignExec {
             sink: Arc::clone(&self.sink),
             schema: Arc::clone(&self.schema),
             of: self.assigners as i32,
+            cross_partition: !paimon(&self.sink)?.cross_partition_keys().is_empty(),
             opened: None,
             global: HashMap::new(),
             context: Arc::clone(&context),
@@ -213,6 +214,8 @@ struct Assigning {
     sink: Arc<dyn DataSink>,
     schema: SchemaRef,
     of: i32,
+    /// Cross-partition upserts: rows may move, and go out with their kinds.
+    cross_partition: bool,
     opened: Option<(BucketAssigner, RowRouting)>,
     /// Cross-partition upserts: the global index of each assigner's keys this task serves.
     global: HashMap<i32, GlobalIndex>,
@@ -231,7 +234,7 @@ impl Assigning {
         // kind column may follow them)
         let fields = table.schema.fields.len();
         let rows = table.validate(&batch.project(&(0..fields).collect::<Vec<_>>())?)?;
-        if !table.cross_partition_keys().is_empty() {
+        if self.cross_partition {
             return self.assign_moving(&rows, batch, &ids).await;
         }
         let buckets = self.buckets(&rows, &ids).await?;

@@ -10,14 +10,13 @@
 //! ```
 //!
 //! Kinds: `rows`; `updated`, `deleted`, `inserted` (a MERGE's rows of each kind, in `rows`);
-//! `data`, `changelog`, `index` (the write's files); `compact-before`,
-//! `compact-after`, `compact-changelog`, `compact-index-added`, `compact-index-removed` (the
-//! writer's compaction of its buckets, committed as the COMPACT snapshot after the write's);
+//! `data`, `changelog`, `index` (the write's files); `compact-` and a kind of
+//! `CompactOutcome::message_rows` (the writer's compaction of its buckets, committed as the
+//! COMPACT snapshot after the write's);
 //! `row-level-rewritten`, `row-level-marked`, `row-level-index-read` (an append table's
 //! DELETE or UPDATE: the files it replaces or marks, and the deletion-vector index files it
 //! read, by name).
 
-use std::io::Cursor;
 use std::sync::{Arc, LazyLock};
 
 use arrow::array::{Array, AsArray, BinaryBuilder, RecordBatch, StringBuilder, UInt64Builder};
@@ -26,8 +25,8 @@ use datafusion::common::{exec_datafusion_err, exec_err, Result};
 
 use crate::compact::CompactOutcome;
 use crate::meta::RowLevelBase;
-use crate::spec::manifest_write::{INDEX_MANIFEST_SCHEMA, MANIFEST_SCHEMA};
-use crate::spec::{IndexManifestEntry, ManifestEntry};
+use crate::spec::manifest_write::{entry_datum, entry_from_datum, index_entry_datum, index_entry_from_datum};
+use crate::spec::ManifestEntry;
 
 /// The schema of commit-message rows.
 pub(crate) static MESSAGE_SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
@@ -43,11 +42,7 @@ const MERGE_KINDS: [&str; 3] = ["updated", "deleted", "inserted"];
 const DATA: &str = "data";
 const CHANGELOG: &str = "changelog";
 const INDEX: &str = "index";
-const COMPACT_BEFORE: &str = "compact-before";
-const COMPACT_AFTER: &str = "compact-after";
-const COMPACT_CHANGELOG: &str = "compact-changelog";
-const COMPACT_INDEX_ADDED: &str = "compact-index-added";
-const COMPACT_INDEX_REMOVED: &str = "compact-index-removed";
+const COMPACT_PREFIX: &str = "compact-";
 const ROW_LEVEL_REWRITTEN: &str = "row-level-rewritten";
 const ROW_LEVEL_MARKED: &str = "row-level-marked";
 const ROW_LEVEL_INDEX_READ: &str = "row-level-index-read";
@@ -76,7 +71,7 @@ pub(crate) struct WrittenFiles {
 impl WrittenFiles {
     /// These files as commit-message rows.
     pub(crate) fn to_message_batch(&self) -> Result<RecordBatch> {
-        let c = &self.compaction;
+        let compaction = self.compaction.message_rows()?;
         let empty = RowLevelBase::default();
         let base = self.row_level.as_ref().unwrap_or(&empty);
         let n = 4
@@ -86,11 +81,7 @@ impl WrittenFiles {
             + self.added.len()
             + self.changelog.len()
             + self.index_added.len()
-            + c.before.len()
-            + c.after.len()
-            + c.changelog.len()
-            + c.index_added.len()
-            + c.index_removed.len();
+            + compaction.len();
         let mut rows = UInt64Builder::with_capacity(n);
         let mut kinds = StringBuilder::with_capacity(n, n * 8);
         let mut entries = BinaryBuilder::with_capacity(n, n * 512);
@@ -104,13 +95,10 @@ impl WrittenFiles {
                 entries.append_null();
             }
         }
-        let data = |e: &ManifestEntry| apache_avro::to_avro_datum(&MANIFEST_SCHEMA, e.to_avro());
+        let avro = |e: apache_avro::Error| exec_datafusion_err!("{e}");
         let data_lists = [
             (DATA, &self.added),
             (CHANGELOG, &self.changelog),
-            (COMPACT_BEFORE, &c.before),
-            (COMPACT_AFTER, &c.after),
-            (COMPACT_CHANGELOG, &c.changelog),
             (ROW_LEVEL_REWRITTEN, &base.rewritten),
             (ROW_LEVEL_MARKED, &base.marked),
         ];
@@ -118,22 +106,17 @@ impl WrittenFiles {
             for entry in list {
                 rows.append_null();
                 kinds.append_value(kind);
-                entries.append_value(data(entry).map_err(|e| exec_datafusion_err!("{e}"))?);
+                entries.append_value(entry_datum(entry).map_err(avro)?);
             }
         }
-        let index_lists = [
-            (INDEX, &self.index_added),
-            (COMPACT_INDEX_ADDED, &c.index_added),
-            (COMPACT_INDEX_REMOVED, &c.index_removed),
-        ];
-        for (kind, entry) in index_lists
-            .into_iter()
-            .flat_map(|(kind, list)| list.iter().map(move |e| (kind, e)))
-        {
+        for entry in &self.index_added {
             rows.append_null();
-            kinds.append_value(kind);
-            let bytes = apache_avro::to_avro_datum(&INDEX_MANIFEST_SCHEMA, entry.to_avro())
-                .map_err(|e| exec_datafusion_err!("{e}"))?;
+            kinds.append_value(INDEX);
+            entries.append_value(index_entry_datum(entry).map_err(avro)?);
+        }
+        for (kind, bytes) in compaction {
+            rows.append_null();
+            kinds.append_value(format!("{COMPACT_PREFIX}{kind}"));
             entries.append_value(bytes);
         }
         for name in &base.index_files {
@@ -186,31 +169,21 @@ impl WrittenFiles {
                 base.index_files.push(name.to_string());
                 continue;
             }
-            let mut bytes = Cursor::new(entries.value(i));
-            let index = matches!(kind, INDEX | COMPACT_INDEX_ADDED | COMPACT_INDEX_REMOVED);
-            let schema = if index {
-                &*INDEX_MANIFEST_SCHEMA
-            } else {
-                &*MANIFEST_SCHEMA
-            };
-            let value = apache_avro::from_avro_datum(schema, &mut bytes, None)
-                .map_err(|e| exec_datafusion_err!("Invalid entry in {what}: {e}"))?;
-            if index {
-                let entry = IndexManifestEntry::from_avro(&value, &what)?;
-                match kind {
-                    INDEX => self.index_added.push(entry),
-                    COMPACT_INDEX_ADDED => self.compaction.index_added.push(entry),
-                    _ => self.compaction.index_removed.push(entry),
+            let bytes = entries.value(i);
+            if let Some(compacted) = kind.strip_prefix(COMPACT_PREFIX) {
+                if !self.compaction.add_message_row(compacted, bytes, &what)? {
+                    return exec_err!("{what} has an unknown kind '{kind}'");
                 }
                 continue;
             }
-            let entry = ManifestEntry::from_avro(&value, &what)?;
+            if kind == INDEX {
+                self.index_added.push(index_entry_from_datum(bytes, &what)?);
+                continue;
+            }
+            let entry = entry_from_datum(bytes, &what)?;
             match kind {
                 DATA => self.added.push(entry),
                 CHANGELOG => self.changelog.push(entry),
-                COMPACT_BEFORE => self.compaction.before.push(entry),
-                COMPACT_AFTER => self.compaction.after.push(entry),
-                COMPACT_CHANGELOG => self.compaction.changelog.push(entry),
                 ROW_LEVEL_REWRITTEN => self
                     .row_level
                     .get_or_insert_with(Default::default)

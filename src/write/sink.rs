@@ -542,6 +542,9 @@ impl PaimonSink {
         let mut count: u64 = 0;
         // Metadata-only deletes count the matching rows but write none.
         let truncate = matches!(self.kind, WriteKind::Truncate | WriteKind::DropPartitions(_));
+        // a cross-partition write's rows from its assigners carry their kinds (`write::assign`)
+        let cross_assigned = assigned && !self.cross_partition_keys().is_empty();
+        let kinds_given = matches!(self.kind, WriteKind::Merge) || cross_assigned;
         let mut append_marks = super::merge_append::AppendMergeMarks::default();
         let mut merge_kinds = [0u64; 3];
         while let Some(batch) = data.next().await {
@@ -564,8 +567,6 @@ impl PaimonSink {
             };
             // a MERGE's rows carry their kinds in a last column
             // (as a cross-partition write's rows from its assigners: some moved, some deletes)
-            let cross_assigned = assigned && !self.cross_partition_keys().is_empty();
-            let kinds_given = matches!(self.kind, WriteKind::Merge) || cross_assigned;
             let (batch, given_kinds) = match &self.kind {
                 _ if kinds_given => {
                     let last = batch.num_columns().saturating_sub(1);
