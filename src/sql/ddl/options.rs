@@ -168,6 +168,13 @@ const INTEGER_OPTIONS: &[&str] = &[
     "write.batch-size",
 ];
 
+/// Integer options that must be positive: how many bucket assigners a distributed write into a
+/// dynamic-bucket table runs (`write::assign`).
+const POSITIVE_OPTIONS: &[&str] = &[
+    "dynamic-bucket.assigner-parallelism",
+    "dynamic-bucket.initial-buckets",
+];
+
 /// Options that can never change once a table has data (Java `@Immutable` options).
 const IMMUTABLE_OPTIONS: &[&str] = &[
     "type",
@@ -208,7 +215,12 @@ pub(crate) fn check_values(options: &BTreeMap<String, String>) -> Result<()> {
         } else if BOOLEAN_OPTIONS.contains(&key) || is_field_boolean(key) {
             parse_bool(key, value)?;
         } else if INTEGER_OPTIONS.contains(&key) {
-            parse_int(key, value)?;
+            let n = parse_int(key, value)?;
+            if n <= 0 && POSITIVE_OPTIONS.contains(&key) {
+                return config_err!(
+                    "Invalid value '{value}' for option '{key}': expected a positive integer"
+                );
+            }
         }
     }
     Ok(())
