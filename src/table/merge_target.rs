@@ -346,7 +346,7 @@ impl ExecutionPlan for MergeSinkExec {
         }
         let input = self.input.execute(0, Arc::clone(&context))?;
         let input_schema = input.schema();
-        let counts = Arc::new(std::sync::Mutex::new([0i64; 3]));
+        let counts = Arc::new(std::sync::Mutex::new([0u64; 3]));
         let counted = {
             let counts = Arc::clone(&counts);
             input.map(move |batch| {
@@ -354,19 +354,7 @@ impl ExecutionPlan for MergeSinkExec {
                 let kinds = batch.column(batch.num_columns() - 1);
                 let kinds = arrow::compute::cast(kinds, &DataType::Int8)?;
                 let mut c = counts.lock().expect("counts lock is never poisoned");
-                for kind in kinds
-                    .as_primitive::<arrow::datatypes::Int8Type>()
-                    .iter()
-                    .flatten()
-                {
-                    match kind {
-                        crate::spec::row_kind::UPDATE_AFTER => c[0] += 1,
-                        crate::spec::row_kind::DELETE => c[1] += 1,
-                        crate::spec::row_kind::INSERT => c[2] += 1,
-                        // (rows a copy-on-write MERGE keeps as they are count as nothing)
-                        _ => {}
-                    }
-                }
+                crate::write::count_merge_kinds(kinds.as_primitive::<arrow::datatypes::Int8Type>(), &mut c);
                 Ok(batch)
             })
         };
@@ -376,7 +364,7 @@ impl ExecutionPlan for MergeSinkExec {
         let stream = futures::stream::once(async move {
             datafusion::datasource::sink::DataSink::write_all(sink.as_ref(), counted, &context).await?;
             let [updated, deleted, inserted] = *counts.lock().expect("counts lock is never poisoned");
-            crate::write::merge_counts_batch([updated as u64, deleted as u64, inserted as u64])
+            crate::write::merge_counts_batch([updated, deleted, inserted])
         });
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             merge_counts_schema(),

@@ -28,6 +28,20 @@ pub(crate) fn merge_counts_schema() -> SchemaRef {
     ))
 }
 
+/// Adds a MERGE's rows of `kinds` to its [updated, deleted, inserted] counts (rows a
+/// copy-on-write MERGE keeps as they are count as nothing).
+pub(crate) fn count_merge_kinds(kinds: &arrow::array::Int8Array, counts: &mut [u64; 3]) {
+    use crate::spec::row_kind;
+    for kind in kinds.iter().flatten() {
+        match kind {
+            row_kind::UPDATE_AFTER => counts[0] += 1,
+            row_kind::DELETE => counts[1] += 1,
+            row_kind::INSERT => counts[2] += 1,
+            _ => {}
+        }
+    }
+}
+
 /// The one row of a MERGE's result from its [updated, deleted, inserted] counts.
 pub(crate) fn merge_counts_batch(counts: [u64; 3]) -> Result<RecordBatch> {
     let [updated, deleted, inserted] = counts.map(|n| n as i64);

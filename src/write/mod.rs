@@ -22,7 +22,9 @@ pub use append_dml_commit::AppendDmlCommitExec;
 pub use assign::PaimonAssignExec;
 pub(crate) use merge_append::{AppendMergeBase, ROW_ADDRESS_COLUMN};
 pub use merge_check::merge_cardinality_udf;
-pub(crate) use merge_check::{merge_counts_batch, merge_counts_schema, MERGE_CARDINALITY_CHECK};
+pub(crate) use merge_check::{
+    count_merge_kinds, merge_counts_batch, merge_counts_schema, MERGE_CARDINALITY_CHECK,
+};
 pub(crate) use parallel::FanOut;
 pub use parallel::{PaimonBucketExec, PaimonCommitExec, PaimonWriteExec};
 pub(crate) use sink::{PaimonSink, WriteKind, MERGE_KIND_COLUMN};

@@ -573,14 +573,7 @@ impl PaimonSink {
                     let kinds = cast(batch.column(last), &arrow::datatypes::DataType::Int8)?
                         .as_primitive::<Int8Type>()
                         .clone();
-                    for kind in kinds.iter().flatten() {
-                        match kind {
-                            row_kind::UPDATE_AFTER => merge_kinds[0] += 1,
-                            row_kind::DELETE => merge_kinds[1] += 1,
-                            row_kind::INSERT => merge_kinds[2] += 1,
-                            _ => {}
-                        }
-                    }
+                    super::count_merge_kinds(&kinds, &mut merge_kinds);
                     (batch.project(&(0..last).collect::<Vec<_>>())?, Some(kinds))
                 }
                 // an append table's rows to write, as inserts; the files and rows they came
