@@ -65,7 +65,7 @@ impl TailReader {
     }
 
     /// `range` from the kept tail, if it lies inside it.
-    fn from_tail(&self, range: &Range<u64>) -> Option<Bytes> {
+    fn kept_range(&self, range: &Range<u64>) -> Option<Bytes> {
         let tail = self.tail.as_ref()?;
         let start = self.size - tail.len() as u64;
         (range.start >= start && range.end <= self.size)
@@ -77,7 +77,7 @@ impl AsyncFileReader for TailReader {
     fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, Result<Bytes>> {
         async move {
             self.fetch_whole_if_small().await?;
-            match self.from_tail(&range) {
+            match self.kept_range(&range) {
                 Some(bytes) => Ok(bytes),
                 None => self.inner.get_bytes(range).await,
             }
@@ -88,7 +88,7 @@ impl AsyncFileReader for TailReader {
     fn get_byte_ranges(&mut self, ranges: Vec<Range<u64>>) -> BoxFuture<'_, Result<Vec<Bytes>>> {
         async move {
             self.fetch_whole_if_small().await?;
-            let served: Vec<Option<Bytes>> = ranges.iter().map(|r| self.from_tail(r)).collect();
+            let served: Vec<Option<Bytes>> = ranges.iter().map(|r| self.kept_range(r)).collect();
             if served.iter().all(Option::is_some) {
                 return Ok(served.into_iter().flatten().collect());
             }
