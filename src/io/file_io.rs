@@ -253,8 +253,38 @@ impl FileIO {
         }
     }
 
+    /// Reads a whole file with what identifies this version of it ([`object_store::ObjectMeta`]:
+    /// entity tag, size, modification time), in one request.
+    pub(crate) async fn read_versioned(
+        &self,
+        relative: &str,
+        what: &str,
+    ) -> Result<(Bytes, object_store::ObjectMeta)> {
+        match self.store.get(&self.path(relative)).await {
+            Ok(r) => {
+                let meta = r.meta.clone();
+                Ok((r.bytes().await?, meta))
+            }
+            Err(object_store::Error::NotFound { .. }) => Err(Error::not_found(what, self.display(relative))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// What identifies the current version of a file (one HEAD); None if it does not exist.
+    pub(crate) async fn head(&self, relative: &str) -> Result<Option<object_store::ObjectMeta>> {
+        match self.store.head(&self.path(relative)).await {
+            Ok(meta) => Ok(Some(meta)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Writes (or overwrites) a whole file.
-    pub(crate) async fn write(&self, relative: &str, bytes: Vec<u8>) -> Result<()> {
+    pub(crate) async fn write(
+        &self,
+        relative: &str,
+        bytes: impl Into<object_store::PutPayload>,
+    ) -> Result<()> {
         self.store.put(&self.path(relative), bytes.into()).await?;
         Ok(())
     }
@@ -268,6 +298,12 @@ impl FileIO {
 
     /// Creates a file atomically; `Ok(false)` if it already exists (the loser of a race).
     pub(crate) async fn create_new(&self, relative: &str, bytes: Vec<u8>) -> Result<bool> {
+        Ok(self.try_create(relative, bytes).await?.is_some())
+    }
+
+    /// Creates a file atomically, returning the store's entity tag of it if it gives one;
+    /// `Ok(None)` if the file already exists (the loser of a race).
+    pub(crate) async fn try_create(&self, relative: &str, bytes: Vec<u8>) -> Result<Option<Option<String>>> {
         let opts = object_store::PutOptions {
             mode: object_store::PutMode::Create,
             ..Default::default()
@@ -277,8 +313,8 @@ impl FileIO {
             .put_opts(&self.path(relative), bytes.into(), opts)
             .await
         {
-            Ok(_) => Ok(true),
-            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+            Ok(put) => Ok(Some(put.e_tag)),
+            Err(object_store::Error::AlreadyExists { .. }) => Ok(None),
             // Without create-if-absent two writers could both "create" snapshot-N and one
             // commit would vanish: refuse to commit rather than risk it (Java Paimon needs a
             // catalog lock on such stores; we have none).

@@ -134,7 +134,13 @@ impl RequestCountingStore {
         Arc::clone(&self.counts)
     }
 
-    async fn request(&self, counter: &AtomicU64) {
+    /// Counts (and waits for) one request; each is logged at trace level
+    /// (`RUST_LOG=datafusion_paimon::io=trace` shows what a statement asks of the store).
+    async fn request(&self, counter: &AtomicU64, kind: &str, location: Option<&Path>) {
+        log::trace!(
+            "object store request: {kind} {}",
+            location.map_or("/", |l| l.as_ref())
+        );
         counter.fetch_add(1, Ordering::Relaxed);
         if !self.latency.is_zero() {
             tokio::time::sleep(self.latency).await;
@@ -169,7 +175,7 @@ impl fmt::Display for RequestCountingStore {
 #[async_trait]
 impl ObjectStore for RequestCountingStore {
     async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
-        self.request(&self.counts.put).await;
+        self.request(&self.counts.put, "PUT", Some(location)).await;
         self.inner.put_opts(location, payload, opts).await
     }
 
@@ -178,14 +184,19 @@ impl ObjectStore for RequestCountingStore {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
-        self.request(&self.counts.put).await;
+        self.request(&self.counts.put, "PUT (multipart)", Some(location))
+            .await;
         self.inner.put_multipart_opts(location, opts).await
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
         let head = options.head;
-        self.request(if head { &self.counts.head } else { &self.counts.get })
-            .await;
+        let (counter, kind) = if head {
+            (&self.counts.head, "HEAD")
+        } else {
+            (&self.counts.get, "GET")
+        };
+        self.request(counter, kind, Some(location)).await;
         let result = self.inner.get_opts(location, options).await?;
         if !head {
             self.counts
@@ -214,6 +225,10 @@ impl ObjectStore for RequestCountingStore {
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        log::trace!(
+            "object store request: LIST {}",
+            prefix.map_or("/", |l| l.as_ref())
+        );
         self.counted_listing(self.inner.list(prefix))
     }
 
@@ -222,21 +237,25 @@ impl ObjectStore for RequestCountingStore {
         prefix: Option<&Path>,
         offset: &Path,
     ) -> BoxStream<'static, Result<ObjectMeta>> {
+        log::trace!(
+            "object store request: LIST {}",
+            prefix.map_or("/", |l| l.as_ref())
+        );
         self.counted_listing(self.inner.list_with_offset(prefix, offset))
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        self.request(&self.counts.list).await;
+        self.request(&self.counts.list, "LIST", prefix).await;
         self.inner.list_with_delimiter(prefix).await
     }
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        self.request(&self.counts.copy).await;
+        self.request(&self.counts.copy, "COPY", Some(from)).await;
         self.inner.copy_opts(from, to, options).await
     }
 
     async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> Result<()> {
-        self.request(&self.counts.copy).await;
+        self.request(&self.counts.copy, "RENAME", Some(from)).await;
         self.inner.rename_opts(from, to, options).await
     }
 }

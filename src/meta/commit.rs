@@ -50,13 +50,14 @@ impl TableMeta {
         schema_id: i64,
         partition_types: &[DataType],
     ) -> Result<ManifestFileMeta> {
-        let (name, size) = self
+        let (name, size, bytes) = self
             .write_manifest_file(
                 "manifest",
                 &MANIFEST_SCHEMA,
                 entries.iter().map(ManifestEntry::to_avro),
             )
             .await?;
+        self.remember_written(self.manifests.entries(), &name, bytes, ManifestEntry::from_avro)?;
         let file = paths::manifest_file(&name);
 
         let partitions = entries
@@ -108,29 +109,36 @@ impl TableMeta {
 
     /// Writes a manifest list; returns its name and size.
     pub(crate) async fn write_manifest_list(&self, metas: &[ManifestFileMeta]) -> Result<(String, i64)> {
-        self.write_manifest_file(
-            "manifest-list",
-            &MANIFEST_LIST_SCHEMA,
-            metas.iter().map(ManifestFileMeta::to_avro),
-        )
-        .await
+        let (name, size, bytes) = self
+            .write_manifest_file(
+                "manifest-list",
+                &MANIFEST_LIST_SCHEMA,
+                metas.iter().map(ManifestFileMeta::to_avro),
+            )
+            .await?;
+        self.remember_written(self.manifests.lists(), &name, bytes, ManifestFileMeta::from_avro)?;
+        Ok((name, size))
     }
 
     /// Writes `records` as a new file `<prefix>-<uuid>-0` in `manifest/`, in the table's
-    /// `manifest.format`; returns its name and size.
+    /// `manifest.format`; returns its name, size and bytes.
     async fn write_manifest_file(
         &self,
         prefix: &str,
         schema: &Schema,
         records: impl IntoIterator<Item = apache_avro::types::Value>,
-    ) -> Result<(String, i64)> {
+    ) -> Result<(String, i64, bytes::Bytes)> {
         let name = format!("{prefix}-{}-0", uuid::Uuid::new_v4());
         let file = paths::manifest_file(&name);
         let format = self.manifest_format().await?;
-        let bytes = format.encode(schema, records.into_iter().collect(), &self.io.display(&file))?;
+        let bytes = bytes::Bytes::from(format.encode(
+            schema,
+            records.into_iter().collect(),
+            &self.io.display(&file),
+        )?);
         let size = bytes.len() as i64;
-        self.io.write(&file, bytes).await?;
-        Ok((name, size))
+        self.io.write(&file, bytes.clone()).await?;
+        Ok((name, size, bytes))
     }
 
     /// Creates `snapshot-<id>` atomically, then updates the `LATEST` hint.
@@ -138,11 +146,14 @@ impl TableMeta {
     /// Returns `Error::CommitConflict` if another writer created that snapshot first.
     pub(crate) async fn publish_snapshot(&self, snapshot: &Snapshot) -> Result<()> {
         let file = paths::snapshot_file(snapshot.id);
-        if !self.io.create_new(&file, snapshot.to_json().into_bytes()).await? {
+        let json = snapshot.to_json().into_bytes();
+        let size = json.len() as u64;
+        let Some(e_tag) = self.io.try_create(&file, json).await? else {
             return Err(Error::CommitConflict {
                 snapshot_id: snapshot.id,
             });
-        }
+        };
+        self.note_committed_snapshot(snapshot, super::manifest_cache::FileVersion::written(e_tag, size));
         // The hint is best effort: readers verify it (format.md §3.5).
         let _ = self
             .io
@@ -524,7 +535,7 @@ impl TableMeta {
         if entries.is_empty() {
             return Ok(None);
         }
-        let (name, _) = self
+        let (name, _, _) = self
             .write_manifest_file(
                 "index-manifest",
                 &INDEX_MANIFEST_SCHEMA,

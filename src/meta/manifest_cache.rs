@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::io::ByteLru;
-use crate::spec::{ManifestEntry, ManifestFileMeta, TableSchema};
+use crate::spec::{ManifestEntry, ManifestFileMeta, Snapshot, TableSchema};
 
 /// How long a session trusts what it learnt of a table's schema directory (its latest schema),
 /// before it lists it again. Within it, a statement finds a newer schema with one HEAD of the
@@ -38,6 +38,49 @@ pub(crate) struct ManifestCache {
     latest_schemas: ByteLru<(Arc<TableSchema>, Instant)>,
     /// By schema directory: the latest snapshot a read found last (id, commit time).
     latest_snapshots: ByteLru<(i64, i64)>,
+    /// By snapshot directory: the latest snapshot this session read or committed, and the
+    /// version of its file, so the next statement can confirm it with two HEADs.
+    known_latest: ByteLru<(Arc<Snapshot>, FileVersion)>,
+}
+
+/// What tells one version of a file from another of the same name: a snapshot file is created
+/// once, but a table rolled back, or dropped and created again, writes `snapshot-<id>` anew.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FileVersion {
+    e_tag: Option<String>,
+    size: u64,
+    last_modified: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl FileVersion {
+    /// The version a GET or HEAD saw.
+    pub(crate) fn seen(meta: &object_store::ObjectMeta) -> Self {
+        FileVersion {
+            e_tag: meta.e_tag.clone(),
+            size: meta.size,
+            last_modified: Some(meta.last_modified),
+        }
+    }
+
+    /// The version a PUT of `size` bytes created, known by the entity tag the store returned
+    /// (without one, nothing later matches it: the file is read again).
+    pub(crate) fn written(e_tag: Option<String>, size: u64) -> Self {
+        FileVersion {
+            e_tag,
+            size,
+            last_modified: None,
+        }
+    }
+
+    /// Whether `now` (a HEAD of the same name) is this version: equal entity tags where the
+    /// store gives them (a content hash on S3; inode, size and time on a local disk), else
+    /// equal size and modification time.
+    pub(crate) fn is(&self, now: &object_store::ObjectMeta) -> bool {
+        match (&self.e_tag, &now.e_tag) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.size == now.size && self.last_modified == Some(now.last_modified),
+        }
+    }
 }
 
 impl ManifestCache {
@@ -87,11 +130,22 @@ impl ManifestCache {
         consistent
     }
 
-    /// Forgets what was learnt of schema directories (after DDL and procedures of this
-    /// session: a dropped table, a fast-forward).
+    /// The latest snapshot this session knows of the snapshot directory `dir`, and the version
+    /// of its file.
+    pub(crate) fn known_latest_snapshot(&self, dir: &str) -> Option<(Arc<Snapshot>, FileVersion)> {
+        self.known_latest.get(dir)
+    }
+
+    pub(crate) fn note_known_latest_snapshot(&self, dir: &str, snapshot: Snapshot, version: FileVersion) {
+        self.known_latest.put(dir, (Arc::new(snapshot), version), 4096);
+    }
+
+    /// Forgets what was learnt of schema and snapshot directories (after DDL and procedures of
+    /// this session: a dropped table, a fast-forward).
     pub(crate) fn forget_listings(&self) {
         self.latest_schemas.clear();
         self.latest_snapshots.clear();
+        self.known_latest.clear();
     }
 
     /// Bytes of the files cached now.
@@ -110,5 +164,6 @@ pub(crate) fn manifest_cache(capacity: usize) -> ManifestCache {
         schemas: ByteLru::new(capacity / 16, SMALL_MANIFEST_BYTES),
         latest_schemas: ByteLru::new(1 << 20, 1024),
         latest_snapshots: ByteLru::new(1 << 20, 1024),
+        known_latest: ByteLru::new(4 << 20, 4096),
     }
 }

@@ -102,6 +102,30 @@ impl TableMeta {
         Ok(records)
     }
 
+    /// Keeps a manifest file this session has just written as if it had read it (decoded from
+    /// the bytes written, so exactly what a read would give): the next statement's scan or
+    /// commit finds it without fetching it.
+    pub(super) fn remember_written<T: Clone>(
+        &self,
+        cache: &ByteLru<Arc<Vec<T>>>,
+        name: &str,
+        bytes: bytes::Bytes,
+        decode: fn(&apache_avro::types::Value, &str) -> Result<T>,
+    ) -> Result<()> {
+        let file = paths::manifest_file(name);
+        let key = self.io.display(&file);
+        let size = bytes.len();
+        if size > super::manifest_cache::SMALL_MANIFEST_BYTES {
+            return Ok(()); // (the cache would not keep it)
+        }
+        let records = super::manifest_codec::decode(bytes, &key)?
+            .iter()
+            .map(|v| decode(v, &key))
+            .collect::<Result<Vec<_>>>()?;
+        cache.put(&key, Arc::new(records), size);
+        Ok(())
+    }
+
     /// The entries of an index manifest.
     pub(crate) async fn index_manifest(&self, name: &str) -> Result<Vec<IndexManifestEntry>> {
         self.read_manifest_records(name, "index manifest", IndexManifestEntry::from_avro)

@@ -1,5 +1,6 @@
 //! Snapshots and tags: latest / by id / by time, with `LATEST` treated as a hint only.
 
+use super::manifest_cache::FileVersion;
 use super::TableMeta;
 use crate::error::{Error, Result};
 use crate::spec::{paths, Snapshot, Tag};
@@ -30,6 +31,9 @@ impl TableMeta {
     /// Follows Java (format.md §3.5): trust `LATEST` = L if `snapshot-(L+1)` does not exist
     /// (a missing `snapshot-L` then surfaces as an error naming it); otherwise list the directory.
     pub(crate) async fn latest_snapshot_id(&self) -> Result<Option<i64>> {
+        if let Some(known) = self.known_snapshot_still_latest().await? {
+            return Ok(Some(known.id));
+        }
         if let Some(l) = self.hinted_latest_id().await? {
             if self.io.exists(&paths::snapshot_file(l)).await? {
                 return Ok(Some(l));
@@ -135,28 +139,70 @@ impl TableMeta {
         Ok(earliest)
     }
 
+    /// The latest snapshot this session read or committed, when it still is the latest: its
+    /// file is the version seen then, and no next snapshot exists (the two HEADs run at once).
+    /// That is Java's check of the `LATEST` hint (format.md §3.5) with the session's memory as
+    /// the hint, and it spares the hint's GET and the snapshot's GET. A rolled-back or re-created
+    /// table changed the file, and a newer commit made the next one: then None, and the caller
+    /// reads the hint.
+    async fn known_snapshot_still_latest(&self) -> Result<Option<Snapshot>> {
+        let dir = self.io.display("snapshot");
+        let Some((snapshot, version)) = self.manifests.known_latest_snapshot(&dir) else {
+            return Ok(None);
+        };
+        let (this, next) = futures::future::try_join(
+            self.io.head(&paths::snapshot_file(snapshot.id)),
+            self.io.exists(&paths::snapshot_file(snapshot.id + 1)),
+        )
+        .await?;
+        if next || !this.is_some_and(|meta| version.is(&meta)) {
+            return Ok(None);
+        }
+        let snapshot = Snapshot::clone(&snapshot);
+        self.note_latest_snapshot(&snapshot);
+        Ok(Some(snapshot))
+    }
+
+    /// Remembers `snapshot`, just committed by this session as the file of version `version`,
+    /// as the latest the next statement may confirm ([`Self::known_snapshot_still_latest`]).
+    pub(super) fn note_committed_snapshot(&self, snapshot: &Snapshot, version: FileVersion) {
+        let dir = self.io.display("snapshot");
+        self.manifests
+            .note_known_latest_snapshot(&dir, snapshot.clone(), version);
+        self.note_latest_snapshot(snapshot);
+    }
+
+    /// Snapshot `id`, read as the latest: remembered with the version of its file.
+    async fn read_latest(&self, id: i64) -> Result<Snapshot> {
+        let file = paths::snapshot_file(id);
+        let (bytes, meta) = self.io.read_versioned(&file, "snapshot").await?;
+        let snapshot = Snapshot::from_json(&bytes, &self.io.display(&file))?;
+        let dir = self.io.display("snapshot");
+        self.manifests
+            .note_known_latest_snapshot(&dir, snapshot.clone(), FileVersion::seen(&meta));
+        self.note_latest_snapshot(&snapshot);
+        Ok(snapshot)
+    }
+
     /// The latest snapshot, if any.
     pub(crate) async fn latest_snapshot(&self) -> Result<Option<Snapshot>> {
+        if let Some(known) = self.known_snapshot_still_latest().await? {
+            return Ok(Some(known));
+        }
         let id = match self.hinted_latest_id().await? {
-            Some(l) => match self.snapshot(l).await {
+            Some(l) => match self.read_latest(l).await {
                 Err(Error::NotFound { .. }) => match self.past_expired_hint(l).await? {
                     Some(later) => later,
                     None => l, // damaged: fails again below, naming it
                 },
-                other => {
-                    let snapshot = other?;
-                    self.note_latest_snapshot(&snapshot);
-                    return Ok(Some(snapshot));
-                }
+                other => return Ok(Some(other?)),
             },
             None => match self.snapshot_ids().await?.last() {
                 Some(&last) => last,
                 None => return Ok(None),
             },
         };
-        let snapshot = self.snapshot(id).await?;
-        self.note_latest_snapshot(&snapshot);
-        Ok(Some(snapshot))
+        Ok(Some(self.read_latest(id).await?))
     }
 
     /// Tells the session's cache which snapshot is the latest now (`ManifestCache::
