@@ -239,11 +239,6 @@ async fn s3_reads_at_20ms_per_request_against_listing_table() {
 }
 
 async fn compare_with_listing_table(warehouse: &str, base: &str, store: &dyn Fn() -> Arc<dyn ObjectStore>) {
-    use datafusion::datasource::file_format::parquet::ParquetFormat;
-    use datafusion::datasource::listing::{
-        ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
-    };
-
     let session = |latency: Duration, paimon: bool| {
         let counting = RequestCountingStore::new(store(), latency);
         let counts = counting.counts();
@@ -281,31 +276,9 @@ async fn compare_with_listing_table(warehouse: &str, base: &str, store: &dyn Fn(
     let (ctx, ours_counts) = session(latency, true);
     let ours = PaimonSession::register(ctx, warehouse).await.unwrap();
     let (listing, listing_counts) = session(latency, false);
-    let files = setup
-        .sql("SELECT file_path FROM \"t$files\"")
+    let files = datafusion_paimon::testing::live_files(&setup, "t").await.unwrap();
+    datafusion_paimon::testing::register_listing_table(&listing, "lt", &files)
         .await
-        .unwrap()
-        .collect()
-        .await
-        .unwrap();
-    let urls: Vec<ListingTableUrl> = files
-        .iter()
-        .flat_map(|b| {
-            let paths = arrow::array::AsArray::as_string::<i32>(b.column(0)).clone();
-            paths
-                .iter()
-                .flatten()
-                .map(|p| ListingTableUrl::parse(p).unwrap())
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let config = ListingTableConfig::new_with_multi_paths(urls)
-        .with_listing_options(ListingOptions::new(Arc::new(ParquetFormat::default())))
-        .infer_schema(&listing.state())
-        .await
-        .unwrap();
-    listing
-        .register_table("lt", Arc::new(ListingTable::try_new(config).unwrap()))
         .unwrap();
     let timed = |session: SessionContext, counts: Arc<RequestCounts>, sql: String| async move {
         session.sql(&sql).await.unwrap().collect().await.unwrap(); // warm

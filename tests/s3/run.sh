@@ -9,7 +9,8 @@
 # 3. the `#[ignore]`d S3 cases of the integration binary (`cargo test --test integration s3 --
 #    --ignored`), with the endpoint and credentials in the standard AWS_* variables: the library
 #    (create, insert, delete, compact, read, time travel, concurrent and racing commits, a
-#    store without conditional puts) and `paimon-sql -w s3://paimon-ci/...`.
+#    store without conditional puts) and `paimon-sql -w s3://paimon-ci/...`;
+# 4. the object_store bench (requests per statement at 20 ms per request), printed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -18,3 +19,8 @@ start_moto
 
 echo "== s3: cargo test --test integration s3 -- --ignored"
 cargo test --test integration s3 -- --ignored
+
+# Requests and wall time per statement on the S3 server with 20 ms added per request, against
+# each statement's floor and DataFusion's ListingTable (benches/object_store.rs; printed only).
+echo "== s3: cargo test --bench object_store (20 ms per request)"
+cargo test --bench object_store

@@ -4,6 +4,10 @@
 //! straight to level-0 files of a deduplicate table with one `BIGINT` key, for benches and tests
 //! that need large tables with a known number of overlapping sorted runs.
 
+mod requests;
+
+pub use requests::{fixed_bucket_of, live_files, read_metadata_objects, register_listing_table, LiveFile};
+
 use std::sync::Arc;
 
 use arrow::array::{Float64Array, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray};
