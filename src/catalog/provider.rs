@@ -94,6 +94,17 @@ impl PaimonCatalog {
         self.manifests.forget_listings();
     }
 
+    /// Adds a table this session has just created to the names it lists, instead of listing
+    /// the warehouse again.
+    pub(crate) fn note_created_table(&self, database: &str, table: &str) {
+        let mut listing = self.listing.write().expect("listing lock is never poisoned");
+        let tables = listing.entry(database.to_string()).or_default();
+        if !tables.iter().any(|t| t == table) {
+            tables.push(table.to_string());
+            tables.sort();
+        }
+    }
+
     /// Re-lists databases and tables (after DDL or external changes).
     pub async fn refresh(&self) -> Result<()> {
         // (after this session's DDL and procedures: a dropped table, a rollback)
@@ -278,8 +289,16 @@ impl PaimonDatabase {
             return Ok(None);
         }
         // one listing of the schema directory tells whether the table exists and which
-        // schema a read of its latest state uses (the file decoded once per catalog)
-        let Some(latest) = meta.latest_schema_if_any().await? else {
+        // schema a read of its latest state uses (the file decoded once per catalog); a read
+        // of the latest snapshot finds it meanwhile, one round trip for both (the table's
+        // opening below then takes it as fresh)
+        let latest = if system.is_none() && crate::table::reads_latest_snapshot(options) {
+            let (schema, _) = futures::join!(meta.latest_schema_if_any(), meta.find_latest_snapshot_ahead());
+            schema?
+        } else {
+            meta.latest_schema_if_any().await?
+        };
+        let Some(latest) = latest else {
             if let Some(branch) = branch {
                 if self.table_names.iter().any(|t| t == base) {
                     return plan_err!("Branch '{branch}' of table {}.{base} does not exist", self.name);

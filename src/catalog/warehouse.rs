@@ -124,8 +124,8 @@ impl PaimonCatalog {
             return plan_err!("Database {database} does not exist");
         }
         let meta = self.table_meta(database, table);
-        let created = meta.schema_ids().await?.is_empty()
-            && meta.create_schema_file(schema.id, schema.to_json()).await?;
+        // (creating `schema-0` if absent is the existence check: one request, no listing)
+        let created = meta.create_schema_file(schema.id, schema.to_json()).await?;
         if !created {
             return if if_not_exists {
                 Ok(false)
@@ -137,7 +137,8 @@ impl PaimonCatalog {
             .write()
             .expect("lock is never poisoned")
             .remove(database);
-        self.refresh().await?;
+        meta.note_created_schema(schema);
+        self.note_created_table(database, table);
         Ok(true)
     }
 

@@ -269,7 +269,7 @@ impl TableMeta {
     }
 
     async fn try_commit(&self, req: &CommitRequest) -> Result<Snapshot> {
-        let latest = self.latest_snapshot().await?;
+        let latest = self.latest_snapshot_confirmed().await?;
         let base_id = latest.as_ref().map_or(0, |l| l.id);
         match self.try_commit_on(req, latest).await {
             // Another process's expiration deleted what this attempt read (its base snapshot's

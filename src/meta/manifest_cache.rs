@@ -40,8 +40,12 @@ pub(crate) struct ManifestCache {
     latest_snapshots: ByteLru<(i64, i64)>,
     /// By snapshot directory: the latest snapshot this session read or committed, and the
     /// version of its file, so the next statement can confirm it with two HEADs.
-    known_latest: ByteLru<(Arc<Snapshot>, FileVersion)>,
+    known_latest: ByteLru<KnownLatest>,
 }
+
+/// The latest snapshot a session knows of a table: one, with the version of its file, or none
+/// (a table it created).
+pub(crate) type KnownLatest = Option<(Arc<Snapshot>, FileVersion)>;
 
 /// What tells one version of a file from another of the same name: a snapshot file is created
 /// once, but a table rolled back, or dropped and created again, writes `snapshot-<id>` anew.
@@ -132,12 +136,15 @@ impl ManifestCache {
 
     /// The latest snapshot this session knows of the snapshot directory `dir`, and the version
     /// of its file.
-    pub(crate) fn known_latest_snapshot(&self, dir: &str) -> Option<(Arc<Snapshot>, FileVersion)> {
+    /// The latest snapshot this session knows of the snapshot directory `dir`.
+    pub(crate) fn known_latest_snapshot(&self, dir: &str) -> Option<KnownLatest> {
         self.known_latest.get(dir)
     }
 
-    pub(crate) fn note_known_latest_snapshot(&self, dir: &str, snapshot: Snapshot, version: FileVersion) {
-        self.known_latest.put(dir, (Arc::new(snapshot), version), 4096);
+    /// Records `known` as the latest of `dir`.
+    pub(crate) fn note_known_latest(&self, dir: &str, known: KnownLatest) {
+        let weight = if known.is_some() { 4096 } else { 64 };
+        self.known_latest.put(dir, known, weight);
     }
 
     /// Forgets what was learnt of schema and snapshot directories (after DDL and procedures of

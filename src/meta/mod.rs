@@ -39,6 +39,9 @@ pub(crate) struct TableMeta {
     /// Set when the latest snapshot contradicted what the session saw before (see
     /// `ManifestCache::note_latest_snapshot`): a schema taken from its listing may be stale.
     listing_contradicted: std::sync::atomic::AtomicBool,
+    /// The latest snapshot found ahead of the statement's read of it
+    /// ([`TableMeta::find_latest_snapshot_ahead`]), taken once.
+    found_ahead: std::sync::Mutex<Option<crate::error::Result<Option<crate::spec::Snapshot>>>>,
 }
 
 impl TableMeta {
@@ -54,6 +57,7 @@ impl TableMeta {
             manifests,
             latest_schema: std::sync::RwLock::new(None),
             listing_contradicted: std::sync::atomic::AtomicBool::new(false),
+            found_ahead: std::sync::Mutex::new(None),
         }
     }
 

@@ -96,6 +96,18 @@ impl TableMeta {
         Ok(Some(schema))
     }
 
+    /// Remembers `schema`, just written by this session as the table's first, as its latest:
+    /// the first statement on the new table need not list its schemas.
+    pub(crate) fn note_created_schema(&self, schema: &TableSchema) {
+        let schema = Arc::new(schema.clone());
+        self.schemas.insert(schema.id, Arc::clone(&schema));
+        self.note_latest(&schema);
+        self.manifests
+            .note_latest_schema(&self.io.display("schema"), &schema);
+        self.manifests
+            .note_known_latest(&self.io.display("snapshot"), None);
+    }
+
     /// Remembers `schema` as the newest this handle has seen (for [`TableMeta::manifest_format`]).
     fn note_latest(&self, schema: &Arc<TableSchema>) {
         if let Ok(mut newest) = self.latest_schema.write() {

@@ -1,5 +1,7 @@
 //! Snapshots and tags: latest / by id / by time, with `LATEST` treated as a hint only.
 
+use std::sync::Arc;
+
 use super::manifest_cache::FileVersion;
 use super::TableMeta;
 use crate::error::{Error, Result};
@@ -32,7 +34,7 @@ impl TableMeta {
     /// (a missing `snapshot-L` then surfaces as an error naming it); otherwise list the directory.
     pub(crate) async fn latest_snapshot_id(&self) -> Result<Option<i64>> {
         if let Some(known) = self.known_snapshot_still_latest().await? {
-            return Ok(Some(known.id));
+            return Ok(known.map(|s| s.id));
         }
         if let Some(l) = self.hinted_latest_id().await? {
             if self.io.exists(&paths::snapshot_file(l)).await? {
@@ -142,13 +144,18 @@ impl TableMeta {
     /// The latest snapshot this session read or committed, when it still is the latest: its
     /// file is the version seen then, and no next snapshot exists (the two HEADs run at once).
     /// That is Java's check of the `LATEST` hint (format.md §3.5) with the session's memory as
-    /// the hint, and it spares the hint's GET and the snapshot's GET. A rolled-back or re-created
-    /// table changed the file, and a newer commit made the next one: then None, and the caller
-    /// reads the hint.
-    async fn known_snapshot_still_latest(&self) -> Result<Option<Snapshot>> {
+    /// the hint, and it spares the hint's GET and the snapshot's GET. For a table this session
+    /// created, one HEAD of `snapshot-1` tells it is still empty, where a missing hint would
+    /// cost a listing. A rolled-back or re-created table changed the file, and a newer commit
+    /// made the next one: then None, and the caller reads the hint.
+    async fn known_snapshot_still_latest(&self) -> Result<Option<Option<Snapshot>>> {
         let dir = self.io.display("snapshot");
-        let Some((snapshot, version)) = self.manifests.known_latest_snapshot(&dir) else {
+        let Some(known) = self.manifests.known_latest_snapshot(&dir) else {
             return Ok(None);
+        };
+        let Some((snapshot, version)) = known else {
+            let empty = !self.io.exists(&paths::snapshot_file(1)).await?;
+            return Ok(empty.then_some(None));
         };
         let (this, next) = futures::future::try_join(
             self.io.head(&paths::snapshot_file(snapshot.id)),
@@ -160,7 +167,7 @@ impl TableMeta {
         }
         let snapshot = Snapshot::clone(&snapshot);
         self.note_latest_snapshot(&snapshot);
-        Ok(Some(snapshot))
+        Ok(Some(Some(snapshot)))
     }
 
     /// Remembers `snapshot`, just committed by this session as the file of version `version`,
@@ -168,7 +175,7 @@ impl TableMeta {
     pub(super) fn note_committed_snapshot(&self, snapshot: &Snapshot, version: FileVersion) {
         let dir = self.io.display("snapshot");
         self.manifests
-            .note_known_latest_snapshot(&dir, snapshot.clone(), version);
+            .note_known_latest(&dir, Some((Arc::new(snapshot.clone()), version)));
         self.note_latest_snapshot(snapshot);
     }
 
@@ -179,15 +186,34 @@ impl TableMeta {
         let snapshot = Snapshot::from_json(&bytes, &self.io.display(&file))?;
         let dir = self.io.display("snapshot");
         self.manifests
-            .note_known_latest_snapshot(&dir, snapshot.clone(), FileVersion::seen(&meta));
+            .note_known_latest(&dir, Some((Arc::new(snapshot.clone()), FileVersion::seen(&meta))));
         self.note_latest_snapshot(&snapshot);
         Ok(snapshot)
     }
 
-    /// The latest snapshot, if any.
+    /// The latest snapshot, if any. The first call after [`Self::find_latest_snapshot_ahead`]
+    /// takes what that found: a statement resolves its table and the snapshot it reads in one
+    /// round trip.
     pub(crate) async fn latest_snapshot(&self) -> Result<Option<Snapshot>> {
+        let found = self.found_ahead.lock().expect("lock is never poisoned").take();
+        match found {
+            Some(found) => found,
+            None => self.latest_snapshot_confirmed().await,
+        }
+    }
+
+    /// Finds the latest snapshot for the next [`Self::latest_snapshot`] of this handle (which
+    /// belongs to one statement), while the caller does something else meanwhile.
+    pub(crate) async fn find_latest_snapshot_ahead(&self) {
+        let found = self.latest_snapshot_confirmed().await;
+        *self.found_ahead.lock().expect("lock is never poisoned") = Some(found);
+    }
+
+    /// The latest snapshot, if any, asked for now (never one found ahead): what a commit
+    /// builds on.
+    pub(crate) async fn latest_snapshot_confirmed(&self) -> Result<Option<Snapshot>> {
         if let Some(known) = self.known_snapshot_still_latest().await? {
-            return Ok(Some(known));
+            return Ok(known);
         }
         let id = match self.hinted_latest_id().await? {
             Some(l) => match self.read_latest(l).await {

@@ -22,4 +22,4 @@ pub(crate) use provider::project;
 pub use provider::PaimonTable;
 #[cfg(feature = "ballista")]
 pub(crate) use recipe::{open_meta, TableRecipe};
-pub(crate) use time_travel::{latest_compacted, resolve_snapshot};
+pub(crate) use time_travel::{latest_compacted, reads_latest_snapshot, resolve_snapshot};

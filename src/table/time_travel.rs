@@ -34,6 +34,11 @@ pub(crate) fn time_travel_option(options: &BTreeMap<String, String>) -> Option<&
         .find(|k| options.contains_key(*k))
 }
 
+/// Whether a read with `options` reads the latest snapshot (no option selects another).
+pub(crate) fn reads_latest_snapshot(options: &BTreeMap<String, String>) -> bool {
+    time_travel_option(options).is_none() && !options.contains_key(SCAN_MODE)
+}
+
 /// The snapshot to read: the one the options select, else the latest (None: empty table).
 pub(crate) async fn resolve_snapshot(
     meta: &TableMeta,
