@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use datafusion::prelude::SessionConfig;
-use datafusion_paimon::testing::{write_generated_table, GeneratedTable};
+use datafusion_paimon::testing::{write_generated_table, GeneratedTable, KeyShape};
 use datafusion_paimon::PaimonSession;
 use tokio::runtime::Runtime;
 
@@ -93,6 +93,7 @@ fn bench(c: &mut Criterion) {
         for (table, producer) in [("none", "none"), ("lookup", "lookup")] {
             let spec = GeneratedTable {
                 num_keys: keys,
+                keys: KeyShape::Dense,
                 buckets: env("LOOKUP_BUCKETS", 4) as i32,
                 runs: 1,
                 update_fraction: 0.0,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
-use datafusion_paimon::testing::{bucket_data_files, write_generated_table, GeneratedTable};
+use datafusion_paimon::testing::{bucket_data_files, write_generated_table, GeneratedTable, KeyShape};
 use datafusion_paimon::PaimonSession;
 use tokio::runtime::Runtime;
 
@@ -44,6 +44,7 @@ fn setup(rt: &Runtime) -> Setup {
         for (name, runs, buckets) in TABLES {
             let spec = GeneratedTable {
                 num_keys: keys,
+                keys: KeyShape::Dense,
                 buckets,
                 runs,
                 update_fraction: 0.1,

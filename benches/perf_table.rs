@@ -36,7 +36,7 @@ use datafusion::arrow::array::AsArray;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use datafusion_paimon::testing::{
     bucket_data_files, copy_dir, register_upsert_source, sorted_parquet_write, write_generated_table,
-    GeneratedTable,
+    GeneratedTable, KeyShape,
 };
 use datafusion_paimon::PaimonSession;
 use tokio::runtime::Runtime;
@@ -221,6 +221,7 @@ fn main() {
         for (name, runs, buckets) in GENERATED {
             let spec = GeneratedTable {
                 num_keys: keys,
+                keys: KeyShape::Dense,
                 buckets,
                 runs,
                 update_fraction: 0.1,

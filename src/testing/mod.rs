@@ -21,12 +21,15 @@ use crate::io::FileIO;
 use crate::meta::TableMeta;
 use crate::spec::{paths, BinaryRow, DataFileMeta, FileKind, ManifestEntry, SimpleStats, Snapshot};
 
-/// Shape of a generated table `id BIGINT NOT NULL PRIMARY KEY, v1 BIGINT, v2 DOUBLE, v3 STRING, v4 INT`.
+/// Shape of a generated table `id <key> NOT NULL PRIMARY KEY, v1 BIGINT, v2 DOUBLE, v3 STRING,
+/// v4 INT`.
 #[derive(Debug, Clone)]
 pub struct GeneratedTable {
-    /// Keys `0..num_keys`.
+    /// Key indexes `0..num_keys` (the keys themselves are [`Self::keys`] of them).
     pub num_keys: i64,
-    /// Fixed buckets; key `k` goes to bucket `k % buckets`.
+    /// What the keys of the indexes are.
+    pub keys: KeyShape,
+    /// Fixed buckets; key index `k` goes to bucket `k % buckets`.
     pub buckets: i32,
     /// Sorted runs per bucket: run 0 holds every key, later runs update a random subset.
     pub runs: usize,
@@ -39,6 +42,73 @@ pub struct GeneratedTable {
     pub options: Vec<(String, String)>,
     /// Put run `r` at level `5 - r` instead of level 0 (first-row tables skip level 0).
     pub leveled: bool,
+}
+
+/// The primary keys of a generated table, by key index `i` (ascending with it, so a sorted run
+/// of indexes is a sorted run of keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyShape {
+    /// `BIGINT` `i`: the dense range a bulk load of ids writes (a merge may compute such keys
+    /// from row positions rather than decode them).
+    #[default]
+    Dense,
+    /// `BIGINT` with irregular gaps: `i * 1000` plus a pseudo-random part below 1000.
+    Sparse,
+    /// `STRING`, the sparse key as 16 hexadecimal digits (a hash or id text of fixed width).
+    String,
+}
+
+impl KeyShape {
+    /// Every shape, for benches that cover them all.
+    pub const ALL: [KeyShape; 3] = [KeyShape::Dense, KeyShape::Sparse, KeyShape::String];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyShape::Dense => "dense",
+            KeyShape::Sparse => "sparse",
+            KeyShape::String => "string",
+        }
+    }
+
+    fn sparse(i: i64) -> i64 {
+        let mut state = i as u64 ^ 0x5EED;
+        i * 1000 + (splitmix(&mut state) % 1000) as i64
+    }
+
+    /// The key of index `i` as a value.
+    pub fn key(self, i: i64) -> ScalarValue {
+        match self {
+            KeyShape::Dense => ScalarValue::Int64(Some(i)),
+            KeyShape::Sparse => ScalarValue::Int64(Some(Self::sparse(i))),
+            KeyShape::String => ScalarValue::Utf8(Some(format!("{:016x}", Self::sparse(i)))),
+        }
+    }
+
+    fn paimon_type(self) -> &'static str {
+        match self {
+            KeyShape::String => "STRING NOT NULL",
+            _ => "BIGINT NOT NULL",
+        }
+    }
+
+    fn arrow_type(self) -> ArrowType {
+        match self {
+            KeyShape::String => ArrowType::Utf8,
+            _ => ArrowType::Int64,
+        }
+    }
+
+    fn column(self, indexes: &[i64]) -> arrow::array::ArrayRef {
+        match self {
+            KeyShape::Dense => Arc::new(Int64Array::from(indexes.to_vec())),
+            KeyShape::Sparse => Arc::new(Int64Array::from_iter_values(
+                indexes.iter().map(|&i| Self::sparse(i)),
+            )),
+            KeyShape::String => Arc::new(StringArray::from_iter_values(
+                indexes.iter().map(|&i| format!("{:016x}", Self::sparse(i))),
+            )),
+        }
+    }
 }
 
 fn splitmix(state: &mut u64) -> u64 {
@@ -66,7 +136,8 @@ pub async fn write_generated_table(
     let path = object_store::path::Path::from_absolute_path(&root).map_err(io_err)?;
     let meta = TableMeta::new(FileIO::new(store, path, root.display().to_string()));
     let schema_json = format!(
-        r#"{{"version":3,"id":0,"fields":[{{"id":0,"name":"id","type":"BIGINT NOT NULL"}},{{"id":1,"name":"v1","type":"BIGINT"}},{{"id":2,"name":"v2","type":"DOUBLE"}},{{"id":3,"name":"v3","type":"STRING"}},{{"id":4,"name":"v4","type":"INT"}}],"highestFieldId":4,"partitionKeys":[],"primaryKeys":["id"],"options":{{"bucket":"{}"{}}},"timeMillis":0}}"#,
+        r#"{{"version":3,"id":0,"fields":[{{"id":0,"name":"id","type":"{}"}},{{"id":1,"name":"v1","type":"BIGINT"}},{{"id":2,"name":"v2","type":"DOUBLE"}},{{"id":3,"name":"v3","type":"STRING"}},{{"id":4,"name":"v4","type":"INT"}}],"highestFieldId":4,"partitionKeys":[],"primaryKeys":["id"],"options":{{"bucket":"{}"{}}},"timeMillis":0}}"#,
+        spec.keys.paimon_type(),
         spec.buckets,
         spec.options
             .iter()
@@ -95,7 +166,7 @@ pub async fn write_generated_table(
             if run_keys.is_empty() {
                 continue;
             }
-            let mut file = write_run(&meta, bucket, run as i64, &run_keys, seq).await?;
+            let mut file = write_run(&meta, spec.keys, bucket, run as i64, &run_keys, seq).await?;
             if spec.leveled {
                 file.level = 5 - run as i32;
             }
@@ -142,6 +213,7 @@ pub async fn write_generated_table(
 /// Writes one sorted run of a bucket as a level-0 KeyValue Parquet file.
 async fn write_run(
     meta: &TableMeta,
+    shape: KeyShape,
     bucket: i32,
     run: i64,
     keys: &[i64],
@@ -149,16 +221,16 @@ async fn write_run(
 ) -> Result<DataFileMeta> {
     let n = keys.len();
     let schema = Arc::new(Schema::new(vec![
-        Field::new("_KEY_id", ArrowType::Int64, false),
+        Field::new("_KEY_id", shape.arrow_type(), false),
         Field::new("_SEQUENCE_NUMBER", ArrowType::Int64, false),
         Field::new("_VALUE_KIND", ArrowType::Int8, false),
-        Field::new("id", ArrowType::Int64, false),
+        Field::new("id", shape.arrow_type(), false),
         Field::new("v1", ArrowType::Int64, true),
         Field::new("v2", ArrowType::Float64, true),
         Field::new("v3", ArrowType::Utf8, true),
         Field::new("v4", ArrowType::Int32, true),
     ]));
-    let ids = Arc::new(Int64Array::from(keys.to_vec()));
+    let ids = shape.column(keys);
     let batch = RecordBatch::try_new(
         Arc::clone(&schema),
         vec![
@@ -190,7 +262,7 @@ async fn write_run(
     meta.io()
         .write(&format!("{}/{name}", paths::bucket_dir(bucket)), buf)
         .await?;
-    let key = |k: i64| BinaryRow::encode(&[ScalarValue::Int64(Some(k))]);
+    let key = |k: i64| BinaryRow::encode(&[shape.key(k)]);
     let (min, max) = (key(keys[0])?, key(keys[n - 1])?);
     Ok(DataFileMeta {
         file_name: name,
@@ -248,6 +320,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spec = GeneratedTable {
             num_keys: 5000,
+            keys: KeyShape::Dense,
             buckets: 3,
             runs: 5,
             update_fraction: 0.3,
@@ -296,6 +369,39 @@ mod tests {
             }
         }
         assert_eq!(seen, spec.num_keys as usize);
+    }
+
+    /// Sparse and string keys are read back in key order, each once, as their shape makes them.
+    #[tokio::test]
+    async fn generated_keys_take_their_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        for shape in [KeyShape::Sparse, KeyShape::String] {
+            let spec = GeneratedTable {
+                num_keys: 3000,
+                keys: shape,
+                buckets: 2,
+                runs: 3,
+                update_fraction: 0.2,
+                seed: 3,
+                options: vec![],
+                leveled: false,
+            };
+            write_generated_table(dir.path(), "g", shape.name(), &spec)
+                .await
+                .unwrap();
+        }
+        let session = PaimonSession::open(dir.path().to_str().unwrap()).await.unwrap();
+        for shape in [KeyShape::Sparse, KeyShape::String] {
+            let sql = format!("SELECT id FROM g.{} ORDER BY v1 / 10", shape.name());
+            let batches = session.sql(&sql).await.unwrap().collect().await.unwrap();
+            let keys: Vec<ScalarValue> = batches
+                .iter()
+                .flat_map(|b| (0..b.num_rows()).map(|i| ScalarValue::try_from_array(b.column(0), i).unwrap()))
+                .collect();
+            let expected: Vec<ScalarValue> = (0..3000).map(|i| shape.key(i)).collect();
+            assert_eq!(keys, expected, "{}", shape.name());
+            assert!(expected.windows(2).all(|w| w[0] < w[1]), "ascending");
+        }
     }
 }
 
