@@ -16,6 +16,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use arrow::array::AsArray;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use datafusion::prelude::SessionConfig;
 use datafusion_paimon::testing::{write_generated_table, GeneratedTable, KeyShape};
@@ -149,6 +150,115 @@ fn bench(c: &mut Criterion) {
         lookup.as_secs_f64() * 1e3,
         lookup.as_secs_f64() / none.as_secs_f64()
     );
+    // The floor of the lookup commit: the files it writes, written as plain Parquet by
+    // DataFusion (the level-0 file, the compaction's output, the changelog rows), median of 7.
+    let (output_rows, changelog_rows) =
+        written_by_lookup_commit(&rt, pristine.path(), work.path(), keys, upserts);
+    let floor_dir = work.path().join("floor");
+    let mut floors: Vec<Duration> = (0..7)
+        .map(|_| {
+            let _ = std::fs::remove_dir_all(&floor_dir);
+            std::fs::create_dir_all(&floor_dir).expect("floor dir");
+            let start = Instant::now();
+            rt.block_on(plain_writes(&floor_dir, upserts, output_rows, changelog_rows));
+            start.elapsed()
+        })
+        .collect();
+    floors.sort();
+    let floor = floors[3];
+    println!(
+        "floor (plain Parquet of {upserts} level-0 rows, {output_rows} compaction output rows, {changelog_rows} changelog rows) {:.1} ms: lookup {:.2}x, none {:.2}x",
+        floor.as_secs_f64() * 1e3,
+        lookup.as_secs_f64() / floor.as_secs_f64(),
+        none.as_secs_f64() / floor.as_secs_f64()
+    );
+}
+
+/// Rows of the files one lookup commit writes besides its level-0 file: the compaction output
+/// (files new since the pristine table, after the commit) and the changelog rows.
+fn written_by_lookup_commit(
+    rt: &Runtime,
+    pristine: &Path,
+    work: &Path,
+    keys: i64,
+    upserts: i64,
+) -> (i64, i64) {
+    let f = fresh(rt, pristine, work, "lookup");
+    let files = |f: &Fresh| -> Vec<(String, i64)> {
+        rt.block_on(async {
+            let batches = f
+                .session
+                .sql("SELECT file_path, record_count FROM bench.\"lookup$files\"")
+                .await
+                .expect("files")
+                .collect()
+                .await
+                .expect("files");
+            let mut rows = Vec::new();
+            for b in &batches {
+                let paths = b.column(0).as_string::<i32>();
+                let counts = b.column(1).as_primitive::<arrow::datatypes::Int64Type>();
+                for i in 0..b.num_rows() {
+                    rows.push((paths.value(i).to_string(), counts.value(i)));
+                }
+            }
+            rows
+        })
+    };
+    let before: std::collections::HashSet<String> = files(&f).into_iter().map(|(p, _)| p).collect();
+    commit(rt, &f, &upsert_sql("lookup", keys, upserts));
+    let output = files(&f)
+        .into_iter()
+        .filter(|(p, _)| !before.contains(p))
+        .map(|(_, n)| n)
+        .sum();
+    let changelog = rt.block_on(async {
+        let batches = f
+            .session
+            .sql("SELECT sum(changelog_record_count) FROM bench.\"lookup$snapshots\"")
+            .await
+            .expect("snapshots")
+            .collect()
+            .await
+            .expect("snapshots");
+        batches[0]
+            .column(0)
+            .as_primitive::<arrow::datatypes::Int64Type>()
+            .value(0)
+    });
+    (output, changelog)
+}
+
+/// DataFusion writes `l0` upsert rows sorted by key, `output` rows of the same columns and
+/// `changelog` rows with a row-kind column, each as one Parquet file under `dir`.
+async fn plain_writes(dir: &Path, l0: i64, output: i64, changelog: i64) {
+    let ctx =
+        datafusion::prelude::SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+    let rows = |n: i64, kind: &str| {
+        format!(
+            "SELECT {kind}CAST(value * 7919 AS BIGINT) AS id, value AS v1, CAST(value AS DOUBLE) AS v2, \
+             concat('new-', CAST(value AS VARCHAR)) AS v3, CAST(value AS INT) AS v4 \
+             FROM generate_series(0, {}) AS t(value) ORDER BY id",
+            n - 1
+        )
+    };
+    for (name, sql) in [
+        ("l0", rows(l0, "")),
+        ("output", rows(output, "")),
+        (
+            "changelog",
+            rows(changelog, "CAST(value % 4 AS TINYINT) AS rowkind, "),
+        ),
+    ] {
+        let path = dir.join(format!("{name}.parquet"));
+        let options = datafusion::dataframe::DataFrameWriteOptions::new().with_single_file_output(true);
+        ctx.sql(&sql)
+            .await
+            .expect("plan")
+            .write_parquet(path.to_str().expect("utf-8"), options, None)
+            .await
+            .expect("parquet write");
+    }
 }
 
 criterion_group!(benches, bench);

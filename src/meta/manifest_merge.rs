@@ -4,13 +4,21 @@
 //!
 //! ```text
 //! previous base ++ delta manifests
-//!   ├─ must-change (has DELETEs or < manifest.target-file-size) ≥ full-compaction threshold:
+//!   ├─ must-change (has DELETEs or < manifest.target-file-size) ≥ full-compaction threshold,
+//!   │  or at least half their entries dead (a DELETE and the ADD it cancels; ours, see below):
 //!   │     full: rewrite every manifest that holds a deleted file, drop every DELETE
 //!   └─ else minor: walk in order, merge each run reaching the target size, and the trailing run
 //!         only when it has ≥ manifest.merge-min-count manifests
 //! merging = replay ADD/DELETE (§4.5): a DELETE cancels its ADD; a DELETE whose ADD is outside
 //!           the merged manifests is kept
 //! ```
+//!
+//! The dead-entries trigger is ours, not Java's: after a compaction most entries of the earlier
+//! manifests are deleted files, and every cold read fetches and replays them until the
+//! manifests reach Java's size or count thresholds. Merging once half the entries are dead
+//! costs a rewrite of the live entries each time as many entries died as live ones remain
+//! (amortized, as an LSM compaction is), and a cold read then fetches a manifest or two. The
+//! result is the same base list any Paimon reader reads.
 //!
 //! New manifests are written before the snapshot; the caller deletes them if the commit fails.
 //! The merged-away manifests stay on disk: older snapshots and tags still reference them until
@@ -89,7 +97,11 @@ impl TableMeta {
             .filter(|m| must_change(m))
             .map(|m| m.file_size.max(0) as u64)
             .sum();
-        if must_change_size >= options.full_threshold && inputs.len() > 1 {
+        let added: i64 = inputs.iter().map(|m| m.num_added_files).sum();
+        let deleted: i64 = inputs.iter().map(|m| m.num_deleted_files).sum();
+        // dead = a DELETE and its ADD (2 * deleted) against live = added - deleted
+        let mostly_dead = deleted > 0 && 3 * deleted >= added;
+        if inputs.len() > 1 && (must_change_size >= options.full_threshold || mostly_dead) {
             return self.full_merge(inputs, options, target, must_change).await;
         }
         self.minor_merge(inputs, options, target).await

@@ -29,7 +29,8 @@ pub struct GeneratedTable {
     pub num_keys: i64,
     /// What the keys of the indexes are.
     pub keys: KeyShape,
-    /// Fixed buckets; key index `k` goes to bucket `k % buckets`.
+    /// Fixed buckets; a key goes to the bucket Paimon's hash gives it ([`fixed_bucket_of`]), so
+    /// SQL writes of the same keys land in the same buckets.
     pub buckets: i32,
     /// Sorted runs per bucket: run 0 holds every key, later runs update a random subset.
     pub runs: usize,
@@ -42,6 +43,15 @@ pub struct GeneratedTable {
     pub options: Vec<(String, String)>,
     /// Put run `r` at level `5 - r` instead of level 0 (first-row tables skip level 0).
     pub leveled: bool,
+}
+
+impl GeneratedTable {
+    /// The bucket of each key index.
+    fn buckets_of_keys(&self) -> Result<Vec<i32>> {
+        (0..self.num_keys)
+            .map(|i| fixed_bucket_of(&[self.keys.key(i)], self.buckets))
+            .collect()
+    }
 }
 
 /// The primary keys of a generated table, by key index `i` (ascending with it, so a sorted run
@@ -148,9 +158,10 @@ pub async fn write_generated_table(
 
     let mut rng = spec.seed;
     let mut entries = Vec::new();
+    let buckets = spec.buckets_of_keys()?;
     for bucket in 0..spec.buckets {
         let keys: Vec<i64> = (0..spec.num_keys)
-            .filter(|k| k % spec.buckets as i64 == bucket as i64)
+            .filter(|&k| buckets[k as usize] == bucket)
             .collect();
         let mut seq = 0i64;
         for run in 0..spec.runs {
@@ -340,9 +351,10 @@ mod tests {
         // Model: replay the generator's random choices.
         let mut newest = vec![0i64; spec.num_keys as usize];
         let mut rng = spec.seed;
-        for bucket in 0..spec.buckets as i64 {
+        let buckets = spec.buckets_of_keys().unwrap();
+        for bucket in 0..spec.buckets {
             let keys: Vec<i64> = (0..spec.num_keys)
-                .filter(|k| k % spec.buckets as i64 == bucket)
+                .filter(|&k| buckets[k as usize] == bucket)
                 .collect();
             for run in 1..spec.runs as i64 {
                 let threshold = (spec.update_fraction * u64::MAX as f64) as u64;
