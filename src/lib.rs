@@ -7,7 +7,7 @@
 //! ```text
 //! spec, bitmap -> file_index -> io, progress, deletion_vector -> format, dynamic_bucket -> meta
 //!   -> merge -> scan -> changelog, stream -> compact, write, maintenance -> table
-//!   -> system_tables -> distributed -> catalog -> sql -> bin
+//!   -> system_tables -> distributed -> catalog -> sql -> testing, bin
 //! ```
 //!
 //! * [`spec`]: the on-disk format as plain data (schemas, snapshots, manifests, BinaryRow, paths).
@@ -23,7 +23,9 @@
 //!   building them as a data file is written.
 //! * `dynamic_bucket`: the bucket of a key in a `bucket = -1` table through the `HASH` index
 //!   (one assigner, or one of several owning slices of keys and buckets).
-//! * `meta`: snapshots, schemas, tags and manifests of one table (in Avro, ORC or Parquet).
+//! * `meta`: snapshots, schemas, tags and manifests of one table (in Avro, ORC or Parquet), and
+//!   what a session keeps of them between statements (decoded manifests, the latest snapshot of
+//!   each table with its file's version, confirmed by two HEADs).
 //! * `merge`: k-way merge of sorted runs with arrow-row keys, merge engines.
 //! * `scan`: merge-on-read planning and the `PaimonScanExec` plan node (narrowed at run time by
 //!   a join's dynamic filter on the key); incremental reads (`incremental-between*` options) and
@@ -39,6 +41,8 @@
 //! * [`sql`]: session set-up (`SET paimon.*` options, default catalog, the table function
 //!   `paimon_incremental_query`) and the statements DataFusion does not plan (DDL, `CALL`,
 //!   `MERGE INTO`).
+//! * [`testing`]: support for benches and tests (generated tables with dense, sparse or string
+//!   keys; the live files and metadata a read's request floor counts; `ListingTable` baselines).
 //! * `distributed` (feature `ballista`): Apache Ballista: plan codecs, the scheduler's rules
 //!   (parallel writes, `$changelog` split by key) and what `paimon-scheduler` /
 //!   `paimon-executor` are built from.
