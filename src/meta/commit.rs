@@ -374,8 +374,14 @@ impl TableMeta {
             partition_types: &req.partition_types,
             written,
         };
+        let deleting = delta.iter().filter(|e| e.kind == FileKind::Delete).count();
         let base = self
-            .merge_manifests(base, ManifestMergeOptions::parse(merge_options)?, &mut target)
+            .merge_manifests(
+                base,
+                deleting,
+                ManifestMergeOptions::parse(merge_options)?,
+                &mut target,
+            )
             .await?;
         let manifest = self
             .write_manifest(delta, schema_id, &req.partition_types)

@@ -5,7 +5,8 @@
 //! ```text
 //! previous base ++ delta manifests
 //!   ├─ must-change (has DELETEs or < manifest.target-file-size) ≥ full-compaction threshold,
-//!   │  or at least half their entries dead (a DELETE and the ADD it cancels; ours, see below):
+//!   │  or at least half their entries dead once this commit's DELETEs count (a DELETE and the
+//!   │  ADD it cancels; ours, see below):
 //!   │     full: rewrite every manifest that holds a deleted file, drop every DELETE
 //!   └─ else minor: walk in order, merge each run reaching the target size, and the trailing run
 //!         only when it has ≥ manifest.merge-min-count manifests
@@ -18,7 +19,9 @@
 //! manifests reach Java's size or count thresholds. Merging once half the entries are dead
 //! costs a rewrite of the live entries each time as many entries died as live ones remain
 //! (amortized, as an LSM compaction is), and a cold read then fetches a manifest or two. The
-//! result is the same base list any Paimon reader reads.
+//! commit whose DELETEs kill them (a compaction) merges the earlier manifests into one already
+//! (its DELETEs go to its delta, so the ADDs they cancel stay in that base until the next
+//! commit drops both). The result is the same base list any Paimon reader reads.
 //!
 //! New manifests are written before the snapshot; the caller deletes them if the commit fails.
 //! The merged-away manifests stay on disk: older snapshots and tags still reference them until
@@ -82,10 +85,12 @@ pub(super) struct MergeTarget<'a> {
 type Identity = (Vec<u8>, i32, i32, String, Vec<String>, Option<String>);
 
 impl TableMeta {
-    /// The new base manifest list for `inputs` (the previous snapshot's base ++ delta).
+    /// The new base manifest list for `inputs` (the previous snapshot's base ++ delta), under a
+    /// commit whose delta deletes `deleting` files.
     pub(super) async fn merge_manifests(
         &self,
         inputs: Vec<ManifestFileMeta>,
+        deleting: usize,
         options: ManifestMergeOptions,
         target: &mut MergeTarget<'_>,
     ) -> Result<Vec<ManifestFileMeta>> {
@@ -98,7 +103,7 @@ impl TableMeta {
             .map(|m| m.file_size.max(0) as u64)
             .sum();
         let added: i64 = inputs.iter().map(|m| m.num_added_files).sum();
-        let deleted: i64 = inputs.iter().map(|m| m.num_deleted_files).sum();
+        let deleted: i64 = inputs.iter().map(|m| m.num_deleted_files).sum::<i64>() + deleting as i64;
         // dead = a DELETE and its ADD (2 * deleted) against live = added - deleted
         let mostly_dead = deleted > 0 && 3 * deleted >= added;
         if inputs.len() > 1 && (must_change_size >= options.full_threshold || mostly_dead) {
