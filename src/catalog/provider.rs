@@ -293,10 +293,10 @@ impl PaimonDatabase {
         // of the latest snapshot finds it meanwhile, one round trip for both (the table's
         // opening below then takes it as fresh)
         let latest = if system.is_none() && crate::table::reads_latest_snapshot(options) {
-            let (schema, _) = futures::join!(meta.latest_schema_if_any(), meta.find_latest_snapshot_ahead());
+            let (schema, _) = futures::join!(meta.resolve_latest_schema(), meta.find_latest_snapshot_ahead());
             schema?
         } else {
-            meta.latest_schema_if_any().await?
+            meta.resolve_latest_schema().await?
         };
         let Some(latest) = latest else {
             if let Some(branch) = branch {

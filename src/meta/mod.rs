@@ -42,6 +42,9 @@ pub(crate) struct TableMeta {
     /// The latest snapshot found ahead of the statement's read of it
     /// ([`TableMeta::find_latest_snapshot_ahead`]), taken once.
     found_ahead: std::sync::Mutex<Option<crate::error::Result<Option<crate::spec::Snapshot>>>>,
+    /// The latest schema the catalog found when it resolved this handle's table for a
+    /// statement, taken once by the statement's next [`TableMeta::latest_schema`] (its sink).
+    schema_found_ahead: std::sync::Mutex<Option<Arc<TableSchema>>>,
 }
 
 impl TableMeta {
@@ -58,6 +61,7 @@ impl TableMeta {
             latest_schema: std::sync::RwLock::new(None),
             listing_contradicted: std::sync::atomic::AtomicBool::new(false),
             found_ahead: std::sync::Mutex::new(None),
+            schema_found_ahead: std::sync::Mutex::new(None),
         }
     }
 
@@ -70,6 +74,10 @@ impl TableMeta {
         if contradicted {
             // schema files of the same ids may hold other schemas now
             self.schemas.clear();
+            self.schema_found_ahead
+                .lock()
+                .expect("lock is never poisoned")
+                .take();
         }
         contradicted
     }

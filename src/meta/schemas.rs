@@ -34,9 +34,22 @@ impl TableMeta {
 
     /// The highest-numbered schema.
     pub(crate) async fn latest_schema(&self) -> Result<Arc<TableSchema>> {
+        let found = self.schema_found_ahead.lock().expect("lock is never poisoned").take();
+        if let Some(found) = found {
+            return Ok(found);
+        }
         self.latest_schema_if_any()
             .await?
             .ok_or_else(|| Error::not_found("schema", self.io.display("schema")))
+    }
+
+    /// The latest schema when resolving a table for a statement ([`Self::latest_schema_if_any`]),
+    /// kept for the statement's next [`Self::latest_schema`] of this handle: planning a write
+    /// confirms the schema once, and its commit again.
+    pub(crate) async fn resolve_latest_schema(&self) -> Result<Option<Arc<TableSchema>>> {
+        let latest = self.latest_schema_if_any().await?;
+        *self.schema_found_ahead.lock().expect("lock is never poisoned") = latest.clone();
+        Ok(latest)
     }
 
     /// The highest-numbered schema, `None` when the table has none (it does not exist). One
