@@ -110,16 +110,22 @@ impl PaimonCatalog {
         // (after this session's DDL and procedures: a dropped table, a rollback)
         self.manifests.forget_listings();
         let mut listing = BTreeMap::new();
-        for dir in self.io.list_dirs("").await? {
-            if let Some(db) = dir.strip_suffix(".db") {
-                let mut tables = Vec::new();
-                for t in self.io.list_dirs(&dir).await? {
-                    if !self.io.list_files(&format!("{dir}/{t}/schema")).await?.is_empty() {
-                        tables.push(t);
-                    }
-                }
-                listing.insert(db.to_string(), tables);
-            }
+        let databases: Vec<String> = self
+            .io
+            .list_dirs("")
+            .await?
+            .into_iter()
+            .filter(|d| d.ends_with(".db"))
+            .collect();
+        let tables = futures::future::try_join_all(
+            databases
+                .iter()
+                .map(|dir| super::warehouse::tables_in_dir(&self.io, dir)),
+        )
+        .await?;
+        for (dir, tables) in databases.iter().zip(tables) {
+            let db = dir.strip_suffix(".db").expect("filtered above");
+            listing.insert(db.to_string(), tables);
         }
         for db in self
             .empty_databases

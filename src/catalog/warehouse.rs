@@ -253,20 +253,25 @@ impl PaimonCatalog {
 
     /// Names of the tables of `database`, as stored now.
     async fn tables_in(&self, database: &str) -> Result<Vec<String>> {
-        let dir = database_dir(database);
-        let mut tables = Vec::new();
-        for t in self.io().list_dirs(&dir).await? {
-            if !self
-                .io()
-                .list_files(&format!("{dir}/{t}/schema"))
-                .await?
-                .is_empty()
-            {
-                tables.push(t);
-            }
-        }
-        Ok(tables)
+        tables_in_dir(self.io(), &database_dir(database)).await
     }
+}
+
+/// The tables of the database directory `dir`: one listing of it, then one HEAD of each
+/// subdirectory's `schema/schema-0` (every table's first schema), a few at a time. Java lists
+/// each table's schema directory instead, one after another: a LIST costs ten times a HEAD.
+pub(super) async fn tables_in_dir(io: &crate::io::FileIO, dir: &str) -> Result<Vec<String>> {
+    use futures::{StreamExt, TryStreamExt};
+    let candidates = io.list_dirs(dir).await?;
+    let found: Vec<Option<String>> = futures::stream::iter(candidates)
+        .map(|t| async move {
+            let schema = format!("{dir}/{t}/{}", crate::spec::paths::schema_file(0));
+            Ok::<_, crate::error::Error>(io.exists(&schema).await?.then_some(t))
+        })
+        .buffered(16)
+        .try_collect()
+        .await?;
+    Ok(found.into_iter().flatten().collect())
 }
 
 fn database_dir(name: &str) -> String {

@@ -34,7 +34,11 @@ impl TableMeta {
 
     /// The highest-numbered schema.
     pub(crate) async fn latest_schema(&self) -> Result<Arc<TableSchema>> {
-        let found = self.schema_found_ahead.lock().expect("lock is never poisoned").take();
+        let found = self
+            .schema_found_ahead
+            .lock()
+            .expect("lock is never poisoned")
+            .take();
         if let Some(found) = found {
             return Ok(found);
         }
