@@ -103,9 +103,11 @@ impl TableMeta {
             .map(|m| m.file_size.max(0) as u64)
             .sum();
         let added: i64 = inputs.iter().map(|m| m.num_added_files).sum();
-        let deleted: i64 = inputs.iter().map(|m| m.num_deleted_files).sum::<i64>() + deleting as i64;
-        // dead = a DELETE and its ADD (2 * deleted) against live = added - deleted
-        let mostly_dead = deleted > 0 && 3 * deleted >= added;
+        let deleted_before: i64 = inputs.iter().map(|m| m.num_deleted_files).sum();
+        let deleted = deleted_before + deleting as i64;
+        // dead = a DELETE and its ADD (2 * deleted) against live = added - deleted; a merge of
+        // manifests that all stay (none small, none with a DELETE) would change nothing
+        let mostly_dead = deleted > 0 && 3 * deleted >= added && (deleted_before > 0 || must_change_size > 0);
         if inputs.len() > 1 && (must_change_size >= options.full_threshold || mostly_dead) {
             return self.full_merge(inputs, options, target, must_change).await;
         }

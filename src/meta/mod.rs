@@ -44,7 +44,7 @@ pub(crate) struct TableMeta {
     found_ahead: std::sync::Mutex<Option<crate::error::Result<Option<crate::spec::Snapshot>>>>,
     /// The latest schema the catalog found when it resolved this handle's table for a
     /// statement, taken once by the statement's next [`TableMeta::latest_schema`] (its sink).
-    schema_found_ahead: std::sync::Mutex<Option<Arc<TableSchema>>>,
+    schema_found_ahead: std::sync::Mutex<Option<(Arc<TableSchema>, std::time::Instant)>>,
 }
 
 impl TableMeta {

@@ -6,6 +6,9 @@ use super::TableMeta;
 use crate::error::{Error, Result};
 use crate::spec::{paths, TableSchema};
 
+/// How long the schema a table's resolution found serves the same statement's planning.
+const SCHEMA_FOUND_AHEAD_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl TableMeta {
     /// The schema with this id.
     pub(crate) async fn schema(&self, id: i64) -> Result<Arc<TableSchema>> {
@@ -39,9 +42,19 @@ impl TableMeta {
             .lock()
             .expect("lock is never poisoned")
             .take();
-        if let Some(found) = found {
-            return Ok(found);
+        // (only within the statement that resolved it: a handle a caller keeps plans later
+        // writes with the schema of then)
+        if let Some((found, at)) = found {
+            if at.elapsed() < SCHEMA_FOUND_AHEAD_FOR {
+                return Ok(found);
+            }
         }
+        self.latest_schema_confirmed().await
+    }
+
+    /// The highest-numbered schema, asked for now (never one found ahead): what a commit
+    /// records, and what a read of a snapshot newer than its table's schema takes.
+    pub(crate) async fn latest_schema_confirmed(&self) -> Result<Arc<TableSchema>> {
         self.latest_schema_if_any()
             .await?
             .ok_or_else(|| Error::not_found("schema", self.io.display("schema")))
@@ -52,7 +65,8 @@ impl TableMeta {
     /// confirms the schema once, and its commit again.
     pub(crate) async fn resolve_latest_schema(&self) -> Result<Option<Arc<TableSchema>>> {
         let latest = self.latest_schema_if_any().await?;
-        *self.schema_found_ahead.lock().expect("lock is never poisoned") = latest.clone();
+        *self.schema_found_ahead.lock().expect("lock is never poisoned") =
+            latest.clone().map(|schema| (schema, std::time::Instant::now()));
         Ok(latest)
     }
 

@@ -33,7 +33,7 @@ impl TableMeta {
     /// Follows Java (format.md §3.5): trust `LATEST` = L if `snapshot-(L+1)` does not exist
     /// (a missing `snapshot-L` then surfaces as an error naming it); otherwise list the directory.
     pub(crate) async fn latest_snapshot_id(&self) -> Result<Option<i64>> {
-        if let Some(known) = self.known_snapshot_still_latest().await? {
+        if let Some(known) = self.known_snapshot_still_latest(true).await? {
             return Ok(known.map(|s| s.id));
         }
         if let Some(l) = self.hinted_latest_id().await? {
@@ -148,14 +148,26 @@ impl TableMeta {
     /// created, one HEAD of `snapshot-1` tells it is still empty, where a missing hint would
     /// cost a listing. A rolled-back or re-created table changed the file, and a newer commit
     /// made the next one: then None, and the caller reads the hint.
-    async fn known_snapshot_still_latest(&self) -> Result<Option<Option<Snapshot>>> {
+    ///
+    /// `for_commit` leaves out the shortcut for a table known empty: a commit must not take the
+    /// table's history for none (another process's snapshots may all have expired since).
+    async fn known_snapshot_still_latest(&self, for_commit: bool) -> Result<Option<Option<Snapshot>>> {
         let dir = self.io.display("snapshot");
         let Some(known) = self.manifests.known_latest_snapshot(&dir) else {
             return Ok(None);
         };
         let Some((snapshot, version)) = known else {
-            let empty = !self.io.exists(&paths::snapshot_file(1)).await?;
-            return Ok(empty.then_some(None));
+            if for_commit {
+                return Ok(None);
+            }
+            // still empty: no `snapshot-1` and no `LATEST` hint (every commit writes it, and
+            // expiration never deletes it)
+            let (first, hint) = futures::future::try_join(
+                self.io.exists(&paths::snapshot_file(1)),
+                self.io.exists("snapshot/LATEST"),
+            )
+            .await?;
+            return Ok((!first && !hint).then_some(None));
         };
         let (this, next) = futures::future::try_join(
             self.io.head(&paths::snapshot_file(snapshot.id)),
@@ -198,21 +210,25 @@ impl TableMeta {
         let found = self.found_ahead.lock().expect("lock is never poisoned").take();
         match found {
             Some(found) => found,
-            None => self.latest_snapshot_confirmed().await,
+            None => self.latest_snapshot_of(false).await,
         }
     }
 
     /// Finds the latest snapshot for the next [`Self::latest_snapshot`] of this handle (which
     /// belongs to one statement), while the caller does something else meanwhile.
     pub(crate) async fn find_latest_snapshot_ahead(&self) {
-        let found = self.latest_snapshot_confirmed().await;
+        let found = self.latest_snapshot_of(false).await;
         *self.found_ahead.lock().expect("lock is never poisoned") = Some(found);
     }
 
     /// The latest snapshot, if any, asked for now (never one found ahead): what a commit
     /// builds on.
     pub(crate) async fn latest_snapshot_confirmed(&self) -> Result<Option<Snapshot>> {
-        if let Some(known) = self.known_snapshot_still_latest().await? {
+        self.latest_snapshot_of(true).await
+    }
+
+    async fn latest_snapshot_of(&self, for_commit: bool) -> Result<Option<Snapshot>> {
+        if let Some(known) = self.known_snapshot_still_latest(for_commit).await? {
             return Ok(known);
         }
         let id = match self.hinted_latest_id().await? {

@@ -253,7 +253,7 @@ pub(crate) async fn read_schema(
     Ok(match (snapshot, latest) {
         (Some(s), _) if time_travel => meta.schema(s.schema_id).await?,
         // a schema added after the caller read the latest one, and data written with it
-        (Some(s), Some(latest)) if s.schema_id > latest.id => meta.latest_schema().await?,
+        (Some(s), Some(latest)) if s.schema_id > latest.id => meta.latest_schema_confirmed().await?,
         (_, Some(latest)) => latest,
         (_, None) => meta.latest_schema().await?,
     })

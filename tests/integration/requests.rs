@@ -195,6 +195,46 @@ async fn a_snapshot_committed_again_under_the_same_id_is_read_anew() {
     assert!(shown.contains("| z |"), "{shown}");
 }
 
+/// A table this session created is known empty until a snapshot or the `LATEST` hint appears;
+/// another session's commits whose first snapshots expired already are seen, and a commit of
+/// this session builds on them (never on the empty table it remembers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_created_table_written_elsewhere_is_not_taken_for_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let warehouse = dir.path().to_str().unwrap();
+    let (creator, _) = counted_session(warehouse).await;
+    let (writer, _) = counted_session(warehouse).await;
+    let run = |session: &PaimonSession, sql: String| {
+        let session = session.clone();
+        async move {
+            let batches = session.sql(&sql).await.unwrap().collect().await.unwrap();
+            arrow::util::pretty::pretty_format_batches(&batches)
+                .unwrap()
+                .to_string()
+        }
+    };
+    run(
+        &creator,
+        "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1', \
+         'snapshot.num-retained.min' = '1', 'snapshot.num-retained.max' = '1')"
+            .into(),
+    )
+    .await;
+    for k in 1..=3 {
+        run(&writer, format!("INSERT INTO t VALUES ({k}, 'w')")).await;
+    }
+    let snapshots = run(&writer, "SELECT min(snapshot_id) FROM \"t$snapshots\"".into()).await;
+    assert!(!snapshots.contains("| 1 "), "snapshot 1 expired: {snapshots}");
+    let shown = run(&creator, "SELECT count(*) FROM t".into()).await;
+    assert!(shown.contains("| 3 "), "{shown}");
+    run(&creator, "INSERT INTO t VALUES (4, 'c')".into()).await;
+    let shown = run(&writer, "SELECT count(*) FROM t".into()).await;
+    assert!(
+        shown.contains("| 4 "),
+        "the creator's commit built on the writer's: {shown}"
+    );
+}
+
 /// A session that knows a table's schema without listing still reads data another session
 /// wrote with a newer schema (the snapshot names it), and its writes find the newer schema.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
