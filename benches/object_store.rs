@@ -17,7 +17,8 @@
 //! `LATEST` hint, one PUT per bucket file written, and the commit's files (a manifest, two
 //! manifest lists, the snapshot, `LATEST`); a compaction's adds one GET per input file.
 //!
-//! Wall times are the median of `OS_ROUNDS` (default 3).
+//! Wall times are the median of `OS_ROUNDS` (default 3). `PAIMON_TRACE_REQUESTS=1` prints every
+//! request.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -189,6 +190,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    datafusion_paimon::testing::trace_requests_if_asked();
     let latency = Duration::from_millis(env("OS_LATENCY_MS", 20));
     let rows = env("OS_ROWS", 20_000);
     let rounds = env("OS_ROUNDS", 3).max(1) as usize;

@@ -6,7 +6,10 @@
 
 mod requests;
 
-pub use requests::{fixed_bucket_of, live_files, read_metadata_objects, register_listing_table, LiveFile};
+pub use requests::{
+    fixed_bucket_of, live_files, read_metadata_objects, register_listing_table, trace_requests_if_asked,
+    LiveFile,
+};
 
 use std::sync::Arc;
 

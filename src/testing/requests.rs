@@ -13,6 +13,27 @@ use datafusion::prelude::SessionContext;
 use crate::spec::BinaryRow;
 use crate::PaimonSession;
 
+/// Prints every object-store request of a counting store to stderr when the environment
+/// variable `PAIMON_TRACE_REQUESTS` is set (the store logs each at trace level): what a
+/// statement's request count is made of. Installs a `log` logger once per process.
+pub fn trace_requests_if_asked() {
+    struct RequestTrace;
+    impl log::Log for RequestTrace {
+        fn enabled(&self, metadata: &log::Metadata) -> bool {
+            metadata.target().starts_with("datafusion_paimon::io")
+        }
+        fn log(&self, record: &log::Record) {
+            if self.enabled(record.metadata()) {
+                eprintln!("  {}", record.args());
+            }
+        }
+        fn flush(&self) {}
+    }
+    if std::env::var_os("PAIMON_TRACE_REQUESTS").is_some() && log::set_logger(&RequestTrace).is_ok() {
+        log::set_max_level(log::LevelFilter::Trace);
+    }
+}
+
 /// The fixed bucket (of `buckets`) Paimon puts the primary key `key` in.
 pub fn fixed_bucket_of(key: &[ScalarValue], buckets: i32) -> Result<i32> {
     let row = BinaryRow::encode(key)?;

@@ -10,26 +10,9 @@ use datafusion_paimon::{PaimonSession, RequestCountingStore, RequestCounts, Requ
 use object_store::local::LocalFileSystem;
 use object_store::ObjectStore;
 
-/// Prints every request to stderr when `PAIMON_TRACE_REQUESTS` is set (the counting store logs
-/// each at trace level), to see what a statement's figure is made of.
-struct RequestTrace;
-
-impl log::Log for RequestTrace {
-    fn enabled(&self, metadata: &log::Metadata) -> bool {
-        metadata.target().starts_with("datafusion_paimon::io")
-    }
-    fn log(&self, record: &log::Record) {
-        if self.enabled(record.metadata()) {
-            eprintln!("  {}", record.args());
-        }
-    }
-    fn flush(&self) {}
-}
-
 async fn counted_session(warehouse: &str) -> (PaimonSession, Arc<RequestCounts>) {
-    if std::env::var_os("PAIMON_TRACE_REQUESTS").is_some() && log::set_logger(&RequestTrace).is_ok() {
-        log::set_max_level(log::LevelFilter::Trace);
-    }
+    // (PAIMON_TRACE_REQUESTS=1 prints every request)
+    datafusion_paimon::testing::trace_requests_if_asked();
     let store = RequestCountingStore::new(Arc::new(LocalFileSystem::new()), Duration::ZERO);
     let counts = store.counts();
     let config = SessionConfig::new()
