@@ -308,9 +308,23 @@ pub(crate) async fn open(
     size: u64,
     with_page_index: bool,
 ) -> Result<OpenedFile> {
+    open_fetching_whole(store, path, size, with_page_index, 0).await
+}
+
+/// As [`open`]; a Parquet file up to `whole_file_bytes` is fetched whole by the read of its
+/// footer ([`FooterCache::whole_file_bytes`]).
+async fn open_fetching_whole(
+    store: Arc<dyn ObjectStore>,
+    path: &Path,
+    size: u64,
+    with_page_index: bool,
+    whole_file_bytes: u64,
+) -> Result<OpenedFile> {
     let format = FileFormat::of_file(path.as_ref())?;
     let inner = match format {
-        FileFormat::Parquet => Opened::Parquet(parquet::open(store, path, size, with_page_index).await?),
+        FileFormat::Parquet => {
+            Opened::Parquet(parquet::open(store, path, size, with_page_index, whole_file_bytes).await?)
+        }
         FileFormat::Orc => Opened::Orc(orc::open(store, path).await?),
         FileFormat::Avro => Opened::Avro(avro::open(store, path).await?),
     };
@@ -335,10 +349,15 @@ pub(crate) async fn open_cached(
         return open(store, path, size, with_page_index).await;
     }
     let key = format!("{path}#{size}");
+    let whole_file_bytes = footers.whole_file_bytes();
     if let Some(cached) = footers.get(&key).filter(|c| c.page_index || !with_page_index) {
-        return open_parquet_with_metadata(store, path, size, cached.metadata);
+        let inner = parquet::open_with_metadata(store, path, size, cached.metadata, whole_file_bytes)?;
+        return Ok(OpenedFile {
+            schema: inner.schema(),
+            inner: Opened::Parquet(inner),
+        });
     }
-    let opened = open(store, path, size, with_page_index).await?;
+    let opened = open_fetching_whole(store, path, size, with_page_index, whole_file_bytes).await?;
     if let Some(metadata) = opened.parquet_metadata() {
         let cached = CachedFooter {
             metadata: Arc::clone(metadata),
@@ -357,7 +376,7 @@ pub(crate) fn open_parquet_with_metadata(
     size: u64,
     metadata: Arc<ParquetMetaData>,
 ) -> Result<OpenedFile> {
-    let inner = parquet::open_with_metadata(store, path, size, metadata)?;
+    let inner = parquet::open_with_metadata(store, path, size, metadata, 0)?;
     Ok(OpenedFile {
         schema: inner.schema(),
         inner: Opened::Parquet(inner),

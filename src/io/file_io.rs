@@ -27,7 +27,44 @@ pub(crate) struct CachedFooter {
 /// are immutable, so a file read again (the next query of a session, or a second partition of
 /// the same bucket) skips fetching and decoding its footer and page index, as DataFusion's own
 /// file metadata cache does for plain Parquet tables.
-pub(crate) type FooterCache = ByteLru<CachedFooter>;
+///
+/// It also says how much of a small file the first read of it fetches: on an object store
+/// (any scheme but `file`), a file up to [`REMOTE_WHOLE_FILE_BYTES`] is fetched whole by the
+/// request that reads its footer, because a second round trip for its column chunks costs more
+/// than the rest of the file (10-50 ms and a charge per request, where a megabyte arrives in a
+/// few); on a local disk only the footer's tail is read, so a query reads the columns it names.
+#[derive(Debug)]
+pub(crate) struct FooterCache {
+    footers: ByteLru<CachedFooter>,
+    whole_file_bytes: u64,
+}
+
+/// Files up to this size are fetched whole on object stores ([`FooterCache`]).
+pub(crate) const REMOTE_WHOLE_FILE_BYTES: u64 = 1024 * 1024;
+
+impl FooterCache {
+    fn for_root(root_url: &str) -> Self {
+        let local = root_url.starts_with("file:") || !root_url.contains("://");
+        FooterCache {
+            footers: ByteLru::new(FOOTER_CACHE_BYTES, MAX_FOOTER_BYTES),
+            whole_file_bytes: if local { 0 } else { REMOTE_WHOLE_FILE_BYTES },
+        }
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<CachedFooter> {
+        self.footers.get(key)
+    }
+
+    pub(crate) fn put(&self, key: &str, footer: CachedFooter, bytes: usize) {
+        self.footers.put(key, footer, bytes)
+    }
+
+    /// Files up to this many bytes are fetched whole at their first read (0: none beyond
+    /// what the footer's tail read covers).
+    pub(crate) fn whole_file_bytes(&self) -> u64 {
+        self.whole_file_bytes
+    }
+}
 
 /// An object store rooted at a directory (a warehouse or a table).
 #[derive(Debug, Clone)]
@@ -60,11 +97,12 @@ pub(crate) const BRANCH_DIRS: &[&str] = &["schema", "snapshot", "tag", "changelo
 
 impl FileIO {
     pub(crate) fn new(store: Arc<dyn ObjectStore>, root: Path, root_url: String) -> Self {
+        let footers = Arc::new(FooterCache::for_root(&root_url));
         FileIO {
             store,
             root,
             root_url,
-            footers: Arc::new(ByteLru::new(FOOTER_CACHE_BYTES, MAX_FOOTER_BYTES)),
+            footers,
             branch: None,
             routed: false,
             requests: None,

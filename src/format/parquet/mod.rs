@@ -50,11 +50,13 @@ pub(super) async fn open(
     path: &Path,
     size: u64,
     with_page_index: bool,
+    whole_file_bytes: u64,
 ) -> Result<Opened> {
     #[allow(deprecated, reason = "see the import")]
     let reader = TailReader::new(
         ParquetObjectReader::new(store, path.clone()).with_file_size(size),
         size,
+        whole_file_bytes,
     );
     // The page index is optional: files written without one read by row groups.
     let policy = if with_page_index {
@@ -81,11 +83,13 @@ pub(super) fn open_with_metadata(
     path: &Path,
     size: u64,
     metadata: Arc<ParquetMetaData>,
+    whole_file_bytes: u64,
 ) -> Result<Opened> {
     #[allow(deprecated, reason = "see the import")]
     let reader = TailReader::with_known_metadata(
         ParquetObjectReader::new(store, path.clone()).with_file_size(size),
         size,
+        whole_file_bytes,
     );
     let metadata = super::unless_panic("Parquet", path, || {
         ArrowReaderMetadata::try_new(metadata, ArrowReaderOptions::new())

@@ -1,7 +1,8 @@
 //! Reading a Parquet file's metadata in one request: the last [`TAIL_BYTES`] of the file are
 //! fetched at once (footer, metadata and, as writers place them just before the footer, the page
 //! indexes), and every later read inside them is served from memory. A file no larger than the
-//! tail is fetched whole by that one request. On object stores each request is a round trip;
+//! tail, or than the caller's whole-file size (on object stores, `io::FooterCache`), is
+//! fetched whole by that one request. On object stores each request is a round trip;
 //! reading the footer length, the metadata and the page index separately costs three.
 //!
 //! A small file opened from a footer read before is fetched whole at its first read, so its
@@ -34,25 +35,30 @@ pub(super) struct TailReader {
     tail: Option<Bytes>,
     /// Fetch the whole file at the first read (a small file whose metadata is known).
     whole_first: bool,
+    /// Files up to this size are fetched whole (at least the tail's size).
+    whole_file_bytes: u64,
 }
 
 #[allow(deprecated, reason = "see the import")]
 impl TailReader {
-    pub(super) fn new(inner: ParquetObjectReader, size: u64) -> Self {
+    /// A reader fetching files up to `whole_file_bytes` (at least [`TAIL_BYTES`]) whole.
+    pub(super) fn new(inner: ParquetObjectReader, size: u64, whole_file_bytes: u64) -> Self {
         TailReader {
             inner,
             size,
             tail: None,
             whole_first: false,
+            whole_file_bytes: whole_file_bytes.max(TAIL_BYTES),
         }
     }
 
-    /// A reader of a file whose metadata is known: a file no larger than [`TAIL_BYTES`] is
-    /// fetched whole when first read.
-    pub(super) fn with_known_metadata(inner: ParquetObjectReader, size: u64) -> Self {
+    /// A reader of a file whose metadata is known: a file no larger than the whole-file size
+    /// is fetched whole when first read.
+    pub(super) fn with_known_metadata(inner: ParquetObjectReader, size: u64, whole_file_bytes: u64) -> Self {
+        let reader = Self::new(inner, size, whole_file_bytes);
         TailReader {
-            whole_first: size <= TAIL_BYTES,
-            ..Self::new(inner, size)
+            whole_first: size <= reader.whole_file_bytes,
+            ..reader
         }
     }
 
@@ -112,7 +118,11 @@ impl AsyncFileReader for TailReader {
         options: Option<&'a ArrowReaderOptions>,
     ) -> BoxFuture<'a, Result<Arc<ParquetMetaData>>> {
         async move {
-            let start = self.size.saturating_sub(TAIL_BYTES);
+            let start = if self.size <= self.whole_file_bytes {
+                0
+            } else {
+                self.size - TAIL_BYTES
+            };
             let tail = self.inner.get_bytes(start..self.size).await?;
             self.tail = Some(tail);
             let (column_index, offset_index) = match options {
