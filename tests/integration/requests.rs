@@ -25,6 +25,14 @@ async fn counted_session(warehouse: &str) -> (PaimonSession, Arc<RequestCounts>)
     (session, counts)
 }
 
+/// The rows `sql` returns, as a table.
+async fn pretty(session: &PaimonSession, sql: &str) -> String {
+    let batches = crate::run_sql(session, sql).await.unwrap();
+    arrow::util::pretty::pretty_format_batches(&batches)
+        .unwrap()
+        .to_string()
+}
+
 async fn requests_of(session: &PaimonSession, counts: &RequestCounts, sql: &str) -> RequestSnapshot {
     let before = counts.snapshot();
     let frame = session.sql(sql).await.unwrap();
@@ -151,30 +159,21 @@ async fn a_snapshot_committed_again_under_the_same_id_is_read_anew() {
     let warehouse = dir.path().to_str().unwrap();
     let (reader, reader_counts) = counted_session(warehouse).await;
     let (writer, _) = counted_session(warehouse).await;
-    let run = |session: &PaimonSession, sql: String| {
-        let session = session.clone();
-        async move {
-            let batches = session.sql(&sql).await.unwrap().collect().await.unwrap();
-            arrow::util::pretty::pretty_format_batches(&batches)
-                .unwrap()
-                .to_string()
-        }
-    };
-    run(
+    pretty(
         &writer,
-        "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1')".into(),
+        "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1')",
     )
     .await;
     for v in ["a", "b", "c"] {
-        run(&writer, format!("INSERT INTO t VALUES (1, '{v}')")).await;
+        pretty(&writer, &format!("INSERT INTO t VALUES (1, '{v}')")).await;
     }
-    assert!(run(&reader, "SELECT v FROM t".into()).await.contains("| c |"));
+    assert!(pretty(&reader, "SELECT v FROM t").await.contains("| c |"));
     let warm = requests_of(&reader, &reader_counts, "SELECT v FROM t").await;
     assert_eq!(warm.get, 3, "a warm read fetches the 3 data files only: {warm}");
     // snapshot 3 again, with other rows
-    run(&writer, "CALL sys.rollback_to('default.t', 2)".into()).await;
-    run(&writer, "INSERT INTO t VALUES (1, 'z')".into()).await;
-    let shown = run(&reader, "SELECT v FROM t".into()).await;
+    pretty(&writer, "CALL sys.rollback_to('default.t', 2)").await;
+    pretty(&writer, "INSERT INTO t VALUES (1, 'z')").await;
+    let shown = pretty(&reader, "SELECT v FROM t").await;
     assert!(shown.contains("| z |"), "{shown}");
 }
 
@@ -187,16 +186,7 @@ async fn a_created_table_written_elsewhere_is_not_taken_for_empty() {
     let warehouse = dir.path().to_str().unwrap();
     let (creator, _) = counted_session(warehouse).await;
     let (writer, _) = counted_session(warehouse).await;
-    let run = |session: &PaimonSession, sql: String| {
-        let session = session.clone();
-        async move {
-            let batches = session.sql(&sql).await.unwrap().collect().await.unwrap();
-            arrow::util::pretty::pretty_format_batches(&batches)
-                .unwrap()
-                .to_string()
-        }
-    };
-    run(
+    pretty(
         &creator,
         "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1', \
          'snapshot.num-retained.min' = '1', 'snapshot.num-retained.max' = '1')"
@@ -204,14 +194,14 @@ async fn a_created_table_written_elsewhere_is_not_taken_for_empty() {
     )
     .await;
     for k in 1..=3 {
-        run(&writer, format!("INSERT INTO t VALUES ({k}, 'w')")).await;
+        pretty(&writer, &format!("INSERT INTO t VALUES ({k}, 'w')")).await;
     }
-    let snapshots = run(&writer, "SELECT min(snapshot_id) FROM \"t$snapshots\"".into()).await;
+    let snapshots = pretty(&writer, "SELECT min(snapshot_id) FROM \"t$snapshots\"").await;
     assert!(!snapshots.contains("| 1 "), "snapshot 1 expired: {snapshots}");
-    let shown = run(&creator, "SELECT count(*) FROM t".into()).await;
+    let shown = pretty(&creator, "SELECT count(*) FROM t").await;
     assert!(shown.contains("| 3 "), "{shown}");
-    run(&creator, "INSERT INTO t VALUES (4, 'c')".into()).await;
-    let shown = run(&writer, "SELECT count(*) FROM t".into()).await;
+    pretty(&creator, "INSERT INTO t VALUES (4, 'c')").await;
+    let shown = pretty(&writer, "SELECT count(*) FROM t").await;
     assert!(
         shown.contains("| 4 "),
         "the creator's commit built on the writer's: {shown}"
@@ -226,22 +216,13 @@ async fn a_known_schema_gives_way_to_a_newer_one() {
     let warehouse = dir.path().to_str().unwrap();
     let (reader, _) = counted_session(warehouse).await;
     let (writer, _) = counted_session(warehouse).await;
-    let rows = |session: &PaimonSession, sql: &'static str| {
-        let session = session.clone();
-        async move {
-            let batches = session.sql(sql).await.unwrap().collect().await.unwrap();
-            arrow::util::pretty::pretty_format_batches(&batches)
-                .unwrap()
-                .to_string()
-        }
-    };
     for sql in [
         "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1')",
         "INSERT INTO t VALUES (1, 'a')",
     ] {
         writer.sql(sql).await.unwrap().collect().await.unwrap();
     }
-    assert!(rows(&reader, "SELECT * FROM t").await.contains("| 1 | a |"));
+    assert!(pretty(&reader, "SELECT * FROM t").await.contains("| 1 | a |"));
     writer
         .sql("ALTER TABLE t ADD COLUMN w INT")
         .await
@@ -256,7 +237,7 @@ async fn a_known_schema_gives_way_to_a_newer_one() {
         .collect()
         .await
         .unwrap();
-    let shown = rows(&reader, "SELECT * FROM t ORDER BY k").await;
+    let shown = pretty(&reader, "SELECT * FROM t ORDER BY k").await;
     assert!(
         shown.contains("| 2 | b | 7 |") && shown.contains("| 1 | a |   |"),
         "{shown}"
@@ -277,7 +258,7 @@ async fn a_known_schema_gives_way_to_a_newer_one() {
         .collect()
         .await
         .unwrap();
-    let shown = rows(&writer, "SELECT * FROM t ORDER BY k").await;
+    let shown = pretty(&writer, "SELECT * FROM t ORDER BY k").await;
     assert!(shown.contains("| 4 | d | 9 | 10 |"), "{shown}");
 }
 
@@ -400,32 +381,23 @@ async fn a_table_created_again_elsewhere_is_read_with_its_new_schema() {
     let warehouse = dir.path().to_str().unwrap();
     let (reader, _) = counted_session(warehouse).await;
     let (writer, _) = counted_session(warehouse).await;
-    let run = |session: &PaimonSession, sql: &'static str| {
-        let session = session.clone();
-        async move {
-            let batches = session.sql(sql).await.unwrap().collect().await.unwrap();
-            arrow::util::pretty::pretty_format_batches(&batches)
-                .unwrap()
-                .to_string()
-        }
-    };
-    run(
+    pretty(
         &writer,
         "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1')",
     )
     .await;
-    run(&writer, "INSERT INTO t VALUES (1, 'a')").await;
-    assert!(run(&reader, "SELECT * FROM t").await.contains("| 1 | a |"));
-    run(&writer, "DROP TABLE t").await;
+    pretty(&writer, "INSERT INTO t VALUES (1, 'a')").await;
+    assert!(pretty(&reader, "SELECT * FROM t").await.contains("| 1 | a |"));
+    pretty(&writer, "DROP TABLE t").await;
     // (another second: the new snapshot's commit time differs)
     tokio::time::sleep(Duration::from_millis(20)).await;
-    run(
+    pretty(
         &writer,
         "CREATE TABLE t (k BIGINT, w INT, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1')",
     )
     .await;
-    run(&writer, "INSERT INTO t VALUES (2, 7)").await;
-    let shown = run(&reader, "SELECT * FROM t").await;
+    pretty(&writer, "INSERT INTO t VALUES (2, 7)").await;
+    let shown = pretty(&reader, "SELECT * FROM t").await;
     assert!(
         shown.contains("| k | w |") && shown.contains("| 2 | 7 |"),
         "{shown}"
