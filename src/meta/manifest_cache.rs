@@ -36,8 +36,6 @@ pub(crate) struct ManifestCache {
     schemas: ByteLru<Arc<TableSchema>>,
     /// By schema directory: its latest schema when listed, and when.
     latest_schemas: ByteLru<(Arc<TableSchema>, Instant)>,
-    /// By schema directory: the latest snapshot a read found last (id, commit time).
-    latest_snapshots: ByteLru<(i64, i64)>,
     /// By snapshot directory: the latest snapshot this session read or committed, and the
     /// version of its file, so the next statement can confirm it with two HEADs.
     known_latest: ByteLru<KnownLatest>,
@@ -118,40 +116,47 @@ impl ManifestCache {
             .put(dir, (Arc::clone(schema), Instant::now()), 1024);
     }
 
-    /// Records that the latest snapshot of the table whose schema directory is `dir` is `id`,
-    /// committed at `millis`. False when that contradicts what this session saw before (a lower
-    /// id, or the same id committed at another time: the table was rolled back, created again
-    /// or fast-forwarded meanwhile); its schema listing is then forgotten.
-    pub(crate) fn note_latest_snapshot(&self, dir: &str, id: i64, millis: i64) -> bool {
-        let consistent = match self.latest_snapshots.get(dir) {
-            Some((seen, seen_millis)) => id > seen || (id == seen && millis == seen_millis),
-            None => true,
-        };
-        if !consistent {
-            self.latest_schemas.remove(dir);
-        }
-        self.latest_snapshots.put(dir, (id, millis), 16);
-        consistent
-    }
-
-    /// The latest snapshot this session knows of the snapshot directory `dir`, and the version
-    /// of its file.
     /// The latest snapshot this session knows of the snapshot directory `dir`.
     pub(crate) fn known_latest_snapshot(&self, dir: &str) -> Option<KnownLatest> {
         self.known_latest.get(dir)
     }
 
-    /// Records `known` as the latest of `dir`.
-    pub(crate) fn note_known_latest(&self, dir: &str, known: KnownLatest) {
-        let weight = if known.is_some() { 4096 } else { 64 };
-        self.known_latest.put(dir, known, weight);
+    /// Records `snapshot` (its file at `version`) as the latest of the table whose snapshot
+    /// directory is `snapshots` and schema directory `schemas`. False when that contradicts the
+    /// latest this session knew before (a lower id, or the same id committed at another time:
+    /// the table was rolled back, created again or fast-forwarded meanwhile); the schema
+    /// listing is then forgotten.
+    pub(crate) fn note_latest(
+        &self,
+        snapshots: &str,
+        schemas: &str,
+        snapshot: Snapshot,
+        version: FileVersion,
+    ) -> bool {
+        let consistent = match self.known_latest.get(snapshots) {
+            Some(Some((seen, _))) => {
+                snapshot.id > seen.id || (snapshot.id == seen.id && snapshot.time_millis == seen.time_millis)
+            }
+            _ => true,
+        };
+        if !consistent {
+            self.latest_schemas.remove(schemas);
+        }
+        self.known_latest
+            .put(snapshots, Some((Arc::new(snapshot), version)), 4096);
+        consistent
+    }
+
+    /// Records that the snapshot directory `dir` holds no snapshot (a table this session has
+    /// just created).
+    pub(crate) fn note_no_snapshot(&self, dir: &str) {
+        self.known_latest.put(dir, None, 64);
     }
 
     /// Forgets what was learnt of schema and snapshot directories (after DDL and procedures of
     /// this session: a dropped table, a fast-forward).
     pub(crate) fn forget_listings(&self) {
         self.latest_schemas.clear();
-        self.latest_snapshots.clear();
         self.known_latest.clear();
     }
 
@@ -170,7 +175,6 @@ pub(crate) fn manifest_cache(capacity: usize) -> ManifestCache {
         lists: ByteLru::new(capacity / 4, SMALL_MANIFEST_BYTES),
         schemas: ByteLru::new(capacity / 16, SMALL_MANIFEST_BYTES),
         latest_schemas: ByteLru::new(1 << 20, 1024),
-        latest_snapshots: ByteLru::new(1 << 20, 1024),
         known_latest: ByteLru::new(4 << 20, 4096),
     }
 }

@@ -53,12 +53,7 @@ impl TableMeta {
         let shown = self.io.display(&file);
         let bytes = self.io.read(&file, what).await?;
         let size = bytes.len();
-        let records = super::manifest_codec::decode(bytes, &shown)?;
-        let records = records
-            .iter()
-            .map(|v| decode(v, &shown))
-            .collect::<Result<Vec<_>>>()?;
-        Ok((records, size))
+        Ok((decode_records(bytes, &shown, decode)?, size))
     }
 
     /// The records of a manifest list.
@@ -118,10 +113,7 @@ impl TableMeta {
         if size > super::manifest_cache::SMALL_MANIFEST_BYTES {
             return Ok(()); // (the cache would not keep it)
         }
-        let records = super::manifest_codec::decode(bytes, &key)?
-            .iter()
-            .map(|v| decode(v, &key))
-            .collect::<Result<Vec<_>>>()?;
+        let records = decode_records(bytes, &key, decode)?;
         cache.put(&key, Arc::new(records), size);
         Ok(())
     }
@@ -264,4 +256,16 @@ fn fold_entries<'m>(
         }
     }
     Ok(out)
+}
+
+/// The records of the `manifest/` file `bytes` (shown as `shown` in errors), each decoded.
+fn decode_records<T>(
+    bytes: bytes::Bytes,
+    shown: &str,
+    decode: fn(&apache_avro::types::Value, &str) -> Result<T>,
+) -> Result<Vec<T>> {
+    super::manifest_codec::decode(bytes, shown)?
+        .iter()
+        .map(|v| decode(v, shown))
+        .collect()
 }

@@ -37,7 +37,7 @@ pub(crate) struct TableMeta {
     /// The newest schema this handle has loaded: its options say how manifests are written.
     latest_schema: std::sync::RwLock<Option<Arc<TableSchema>>>,
     /// Set when the latest snapshot contradicted what the session saw before (see
-    /// `ManifestCache::note_latest_snapshot`): a schema taken from its listing may be stale.
+    /// `ManifestCache::note_latest`): a schema taken from its listing may be stale.
     listing_contradicted: std::sync::atomic::AtomicBool,
     /// The latest snapshot found ahead of the statement's read of it
     /// ([`TableMeta::find_latest_snapshot_ahead`]), taken once.

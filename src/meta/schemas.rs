@@ -135,8 +135,7 @@ impl TableMeta {
         self.note_latest(&schema);
         self.manifests
             .note_latest_schema(&self.io.display("schema"), &schema);
-        self.manifests
-            .note_known_latest(&self.io.display("snapshot"), None);
+        self.manifests.note_no_snapshot(&self.io.display("snapshot"));
     }
 
     /// Remembers `schema` as the newest this handle has seen (for [`TableMeta::manifest_format`]).

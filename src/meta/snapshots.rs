@@ -1,7 +1,4 @@
 //! Snapshots and tags: latest / by id / by time, with `LATEST` treated as a hint only.
-
-use std::sync::Arc;
-
 use super::manifest_cache::FileVersion;
 use super::TableMeta;
 use crate::error::{Error, Result};
@@ -177,18 +174,13 @@ impl TableMeta {
         if next || !this.is_some_and(|meta| version.is(&meta)) {
             return Ok(None);
         }
-        let snapshot = Snapshot::clone(&snapshot);
-        self.note_latest_snapshot(&snapshot);
-        Ok(Some(Some(snapshot)))
+        Ok(Some(Some(Snapshot::clone(&snapshot))))
     }
 
     /// Remembers `snapshot`, just committed by this session as the file of version `version`,
     /// as the latest the next statement may confirm ([`Self::known_snapshot_still_latest`]).
     pub(super) fn note_committed_snapshot(&self, snapshot: &Snapshot, version: FileVersion) {
-        let dir = self.io.display("snapshot");
-        self.manifests
-            .note_known_latest(&dir, Some((Arc::new(snapshot.clone()), version)));
-        self.note_latest_snapshot(snapshot);
+        self.note_latest_snapshot(snapshot.clone(), version);
     }
 
     /// Snapshot `id`, read as the latest: remembered with the version of its file.
@@ -196,10 +188,7 @@ impl TableMeta {
         let file = paths::snapshot_file(id);
         let (bytes, meta) = self.io.read_versioned(&file, "snapshot").await?;
         let snapshot = Snapshot::from_json(&bytes, &self.io.display(&file))?;
-        let dir = self.io.display("snapshot");
-        self.manifests
-            .note_known_latest(&dir, Some((Arc::new(snapshot.clone()), FileVersion::seen(&meta))));
-        self.note_latest_snapshot(&snapshot);
+        self.note_latest_snapshot(snapshot.clone(), FileVersion::seen(&meta));
         Ok(snapshot)
     }
 
@@ -248,12 +237,12 @@ impl TableMeta {
     }
 
     /// Tells the session's cache which snapshot is the latest now (`ManifestCache::
-    /// note_latest_snapshot`), remembering a contradiction for [`Self::take_listing_contradicted`].
-    fn note_latest_snapshot(&self, snapshot: &Snapshot) {
-        let dir = self.io.display("schema");
+    /// note_latest`), remembering a contradiction for [`Self::take_listing_contradicted`].
+    fn note_latest_snapshot(&self, snapshot: Snapshot, version: FileVersion) {
+        let (snapshots, schemas) = (self.io.display("snapshot"), self.io.display("schema"));
         if !self
             .manifests
-            .note_latest_snapshot(&dir, snapshot.id, snapshot.time_millis)
+            .note_latest(&snapshots, &schemas, snapshot, version)
         {
             self.listing_contradicted
                 .store(true, std::sync::atomic::Ordering::Relaxed);

@@ -16,6 +16,18 @@ use crate::progress::StatementProgress;
 use crate::spec::BinaryRow;
 
 impl PaimonSink {
+    /// The compaction of this sink's table within the task's memory pool and progress.
+    fn compaction<'a>(&'a self, context: &Arc<TaskContext>) -> Compaction<'a> {
+        Compaction {
+            table: &self.table,
+            meta: &self.meta,
+            schema: &self.schema,
+            batch_size: context.session_config().batch_size(),
+            pool: Arc::clone(context.memory_pool()),
+            progress: StatementProgress::of(context),
+        }
+    }
+
     /// A writer task of a distributed write: compacts the buckets of `written` before they
     /// are committed (what follows a local write's commit), into `written.compaction`.
     pub(crate) async fn compact_written(
@@ -24,14 +36,7 @@ impl PaimonSink {
         context: &Arc<TaskContext>,
     ) -> Result<()> {
         let started = Instant::now();
-        let compaction = Compaction {
-            table: &self.table,
-            meta: &self.meta,
-            schema: &self.schema,
-            batch_size: context.session_config().batch_size(),
-            pool: Arc::clone(context.memory_pool()),
-            progress: StatementProgress::of(context),
-        };
+        let compaction = self.compaction(context);
         let overwrite = matches!(self.kind, WriteKind::Overwrite(_));
         if let Some(outcome) = compaction.before_commit(&written.added, overwrite).await? {
             written.compaction = outcome;
@@ -54,7 +59,6 @@ impl PaimonSink {
         distributed_since: Option<i64>,
         context: &Arc<TaskContext>,
     ) -> Result<u64> {
-        let progress = StatementProgress::of(context);
         let WrittenFiles {
             rows: count,
             merge_kinds: _,
@@ -139,14 +143,7 @@ impl PaimonSink {
         self.metrics.commit_time.add_elapsed(commit_started);
         if committed.is_some() {
             let compaction_started = Instant::now();
-            let compaction = Compaction {
-                table: &self.table,
-                meta: &self.meta,
-                schema: &self.schema,
-                batch_size: context.session_config().batch_size(),
-                pool: Arc::clone(context.memory_pool()),
-                progress: progress.clone(),
-            };
+            let compaction = self.compaction(context);
             if distributed_since.is_none() {
                 compaction.after_write(touched).await?;
             } else if !compacted_before {

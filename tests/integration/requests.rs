@@ -189,8 +189,7 @@ async fn a_created_table_written_elsewhere_is_not_taken_for_empty() {
     pretty(
         &creator,
         "CREATE TABLE t (k BIGINT, v STRING, PRIMARY KEY (k) NOT ENFORCED) WITH ('bucket' = '1', \
-         'snapshot.num-retained.min' = '1', 'snapshot.num-retained.max' = '1')"
-            .into(),
+         'snapshot.num-retained.min' = '1', 'snapshot.num-retained.max' = '1')",
     )
     .await;
     for k in 1..=3 {
