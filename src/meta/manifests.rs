@@ -161,9 +161,23 @@ impl TableMeta {
     /// exist: then the newer latest is read instead. A manifest missing under the latest
     /// snapshot is a damaged table, and its error stays.
     pub(crate) async fn latest_live_files(&self) -> Result<Option<(Snapshot, LiveFiles)>> {
+        self.live_files_of_latest(false).await
+    }
+
+    /// [`Self::latest_live_files`] of the snapshot a write builds on
+    /// ([`Self::latest_snapshot_for_write`]).
+    pub(crate) async fn latest_live_files_for_write(&self) -> Result<Option<(Snapshot, LiveFiles)>> {
+        self.live_files_of_latest(true).await
+    }
+
+    async fn live_files_of_latest(&self, for_write: bool) -> Result<Option<(Snapshot, LiveFiles)>> {
         let mut attempts = 0;
         loop {
-            let Some(latest) = self.latest_snapshot().await? else {
+            let latest = match for_write && attempts == 0 {
+                true => self.latest_snapshot_for_write().await?,
+                false => self.latest_snapshot().await?,
+            };
+            let Some(latest) = latest else {
                 return Ok(None);
             };
             match self.live_files(&latest, |_| true).await {

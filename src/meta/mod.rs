@@ -42,6 +42,9 @@ pub(crate) struct TableMeta {
     /// The latest snapshot found ahead of the statement's read of it
     /// ([`TableMeta::find_latest_snapshot_ahead`]), taken once.
     found_ahead: std::sync::Mutex<Option<crate::error::Result<Option<crate::spec::Snapshot>>>>,
+    /// The same snapshot once more, with when it was found, for the statement's write
+    /// ([`TableMeta::latest_snapshot_for_write`]).
+    found_ahead_for_write: std::sync::Mutex<Option<(Option<crate::spec::Snapshot>, std::time::Instant)>>,
     /// The latest schema the catalog found when it resolved this handle's table for a
     /// statement, taken once by the statement's next [`TableMeta::latest_schema`] (its sink).
     schema_found_ahead: std::sync::Mutex<Option<(Arc<TableSchema>, std::time::Instant)>>,
@@ -61,6 +64,7 @@ impl TableMeta {
             latest_schema: std::sync::RwLock::new(None),
             listing_contradicted: std::sync::atomic::AtomicBool::new(false),
             found_ahead: std::sync::Mutex::new(None),
+            found_ahead_for_write: std::sync::Mutex::new(None),
             schema_found_ahead: std::sync::Mutex::new(None),
         }
     }

@@ -4,6 +4,9 @@ use super::TableMeta;
 use crate::error::{Error, Result};
 use crate::spec::{paths, Snapshot, Tag};
 
+/// How long a snapshot found when a statement resolved its table serves that statement's write.
+const SNAPSHOT_FOUND_AHEAD_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl TableMeta {
     /// The snapshot with this id; a missing file is `NotFound` naming it.
     pub(crate) async fn snapshot(&self, id: i64) -> Result<Snapshot> {
@@ -207,7 +210,41 @@ impl TableMeta {
     /// belongs to one statement), while the caller does something else meanwhile.
     pub(crate) async fn find_latest_snapshot_ahead(&self) {
         let found = self.latest_snapshot_of(false).await;
+        if let Ok(snapshot) = &found {
+            *self.found_ahead_for_write.lock().expect("lock is never poisoned") =
+                Some((snapshot.clone(), std::time::Instant::now()));
+        }
         *self.found_ahead.lock().expect("lock is never poisoned") = Some(found);
+    }
+
+    /// The latest snapshot a write builds its files on (sequence numbers, the bucket index):
+    /// the one found when the statement resolved its table, if that was within the last
+    /// second and the session knows of no newer one (its own commits included: a plan run
+    /// again after committing confirms afresh), else asked for now. Another process's commit
+    /// in that second is like one landing while the files are written; the commit confirms
+    /// the latest snapshot again in any case.
+    pub(crate) async fn latest_snapshot_for_write(&self) -> Result<Option<Snapshot>> {
+        let found = self
+            .found_ahead_for_write
+            .lock()
+            .expect("lock is never poisoned")
+            .clone();
+        if let Some((snapshot, at)) = found {
+            if at.elapsed() < SNAPSHOT_FOUND_AHEAD_FOR && self.still_known_latest(snapshot.as_ref()) {
+                return Ok(snapshot);
+            }
+        }
+        self.latest_snapshot().await
+    }
+
+    /// Whether the session's known latest snapshot of this table is still `snapshot`.
+    fn still_known_latest(&self, snapshot: Option<&Snapshot>) -> bool {
+        let known = self.manifests.known_latest_snapshot(&self.io.display("snapshot"));
+        match (known, snapshot) {
+            (Some(Some((known, _))), Some(s)) => known.id == s.id && known.time_millis == s.time_millis,
+            (Some(None), None) => true,
+            _ => false,
+        }
     }
 
     /// The latest snapshot, if any, asked for now (never one found ahead): what a commit

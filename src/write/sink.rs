@@ -373,7 +373,7 @@ impl PaimonSink {
     /// Next sequence number of every bucket that already holds files.
     async fn next_sequences(&self) -> Result<HashMap<PartitionBucket, i64>> {
         let mut next = HashMap::new();
-        if let Some((_, live)) = self.meta.latest_live_files().await? {
+        if let Some((_, live)) = self.meta.latest_live_files_for_write().await? {
             for (group, entries) in &live.groups {
                 let max = entries
                     .iter()
@@ -727,7 +727,7 @@ impl PaimonSink {
     /// INSERT OVERWRITE: it replaces the partitions it writes, keys included).
     pub(super) async fn bucket_assigner(&self) -> Result<BucketAssigner> {
         let options = AssignOptions::parse(&self.table, &self.schema)?;
-        let latest = self.meta.latest_snapshot().await?;
+        let latest = self.meta.latest_snapshot_for_write().await?;
         let fresh = matches!(self.kind, WriteKind::Overwrite(_));
         BucketAssigner::open(&self.meta, latest.as_ref(), options, fresh).await
     }

@@ -64,6 +64,10 @@ async fn statements_take_few_requests() {
         if run > 0 {
             assert!(r.list <= 2, "INSERT lists at most twice: {r}");
             assert_eq!(r.get, 0, "INSERT after this session's commit: {r}");
+            // 4 data files, a manifest, 2 manifest lists, the snapshot and LATEST; the latest
+            // snapshot confirmed when the table is resolved (2 HEADs, serving the write too)
+            // and again by the commit, and the next schema's HEAD at both
+            assert!(r.total() <= 16, "INSERT of 4000 rows: {r}");
         }
     }
     // 5 runs in each of 4 buckets: the point lookup reads one bucket's files
@@ -153,6 +157,42 @@ async fn statements_take_few_requests() {
 /// A session confirms the latest snapshot it knows with HEADs; a table rolled back by another
 /// session and committed to again has a snapshot file of the same name but another version,
 /// which the session reads instead of the one it knew.
+#[tokio::test]
+async fn a_write_planned_once_and_run_twice_numbers_its_second_run_after_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (session, _) = counted_session(dir.path().to_str().unwrap()).await;
+    pretty(
+        &session,
+        "CREATE TABLE t (id BIGINT, v STRING, PRIMARY KEY (id) NOT ENFORCED) WITH ('bucket' = '1', 'write-only' = 'true')",
+    )
+    .await;
+    pretty(&session, "INSERT INTO t VALUES (1, 'a')").await;
+    // the write takes the snapshot its table was resolved with; the second run must not,
+    // since the first one committed on top of it
+    let insert = session
+        .sql("INSERT INTO t VALUES (1, 'b'), (2, 'b')")
+        .await
+        .unwrap();
+    insert.clone().collect().await.unwrap();
+    insert.collect().await.unwrap();
+    let files = pretty(
+        &session,
+        "SELECT min_sequence_number, max_sequence_number, record_count FROM t$files ORDER BY min_sequence_number",
+    )
+    .await;
+    assert_eq!(
+        files,
+        "\
++---------------------+---------------------+--------------+
+| min_sequence_number | max_sequence_number | record_count |
++---------------------+---------------------+--------------+
+| 0                   | 0                   | 1            |
+| 1                   | 2                   | 2            |
+| 3                   | 4                   | 2            |
++---------------------+---------------------+--------------+"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snapshot_committed_again_under_the_same_id_is_read_anew() {
     let dir = tempfile::tempdir().unwrap();
