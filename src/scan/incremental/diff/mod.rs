@@ -18,21 +18,20 @@
 //!
 //! Retract rows are dropped later for the plain table. Keys are compared in the merge's order
 //! ([`keys`]). Values are compared only for keys both sides hold: the walk pairs them, and a
-//! batch's pairs are compared a column at a time when the batch is built ([`values`]), so the
-//! rows of keys one side lacks are never compared. Each side is read, merged and its keys
-//! encoded on a task of its own, so the two states use two cores while this stream walks them.
-//! Output rows are gathered with `interleave` a batch at a time.
+//! batch's pairs are compared a column at a time, in place, before the batch is built
+//! ([`values`]), so the rows of keys one side lacks are never compared. Each side is read,
+//! merged and its keys encoded on a task of its own, so the two states use two cores while
+//! this stream walks them. Output rows are gathered a batch at a time: runs of consecutive
+//! rows of one input batch as slices, scattered rows with `interleave`.
 
 mod keys;
 mod values;
 
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Int8Array, RecordBatch, RecordBatchOptions, UInt32Array,
-};
-use arrow::buffer::{BooleanBuffer, ScalarBuffer};
-use arrow::compute::{filter_record_batch, interleave, take};
+use arrow::array::{Array, ArrayRef, AsArray, Int8Array, RecordBatch, RecordBatchOptions};
+use arrow::buffer::ScalarBuffer;
+use arrow::compute::{concat, interleave};
 use arrow::datatypes::{Int8Type, SchemaRef};
 use arrow::row::{RowConverter, SortField};
 use datafusion::common::runtime::SpawnedTask;
@@ -313,22 +312,28 @@ impl DiffState {
         self.after.pos += 1;
     }
 
-    /// Builds the pending rows, drops the paired ones whose values did not change, then keeps
-    /// only the batches still being read.
+    /// Drops the paired rows whose values did not change, builds the rest, then keeps only
+    /// the batches still being read.
     fn emit(&mut self) -> Result<RecordBatch> {
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
-        for c in 0..self.schema.fields().len() {
-            if c == self.columns.kind {
-                columns.push(Arc::new(Int8Array::from(std::mem::take(&mut self.kinds))));
-                continue;
+        self.drop_unchanged()?;
+        let batch = match self.picks.is_empty() {
+            true => RecordBatch::new_empty(Arc::clone(&self.schema)),
+            false => {
+                let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
+                let runs = contiguous_runs(&self.picks);
+                for c in 0..self.schema.fields().len() {
+                    if c == self.columns.kind {
+                        columns.push(Arc::new(Int8Array::from(std::mem::take(&mut self.kinds))));
+                        continue;
+                    }
+                    columns.push(gather(&self.store, c, &self.picks, &runs)?);
+                }
+                let options = RecordBatchOptions::new().with_row_count(Some(self.picks.len()));
+                RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns, &options)?
             }
-            columns.push(interleave(&self.stored_columns(c), &self.picks)?);
-        }
-        let options = RecordBatchOptions::new().with_row_count(Some(self.picks.len()));
-        let batch = RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns, &options)?;
-        let batch = self.drop_unchanged(batch)?;
+        };
         self.picks.clear();
-        self.pairs.clear();
+        self.kinds.clear();
         let old = std::mem::take(&mut self.store);
         for side in [&mut self.before, &mut self.after] {
             match &mut side.current {
@@ -343,35 +348,65 @@ impl DiffState {
         Ok(batch)
     }
 
-    /// Column `c` of every stored batch.
-    fn stored_columns(&self, c: usize) -> Vec<&dyn Array> {
-        self.store.iter().map(|b| b.column(c).as_ref()).collect()
-    }
-
-    /// `batch` (the pending rows) without the paired rows whose values equal their start row.
-    fn drop_unchanged(&self, batch: RecordBatch) -> Result<RecordBatch> {
-        if self.pairs.is_empty() {
-            return Ok(batch);
+    /// Removes from the pending rows the paired ones whose values equal their start row,
+    /// compared in place in the stored batches.
+    fn drop_unchanged(&mut self) -> Result<()> {
+        let pairs = std::mem::take(&mut self.pairs);
+        if pairs.is_empty() {
+            return Ok(());
         }
-        let starts: Vec<(usize, usize)> = self.pairs.iter().map(|p| p.before).collect();
-        let ends = UInt32Array::from_iter_values(self.pairs.iter().map(|p| p.pick as u32));
-        let mut before = Vec::with_capacity(self.columns.values.len());
-        let mut after = Vec::with_capacity(self.columns.values.len());
-        for &c in &self.columns.values {
-            before.push(interleave(&self.stored_columns(c), &starts)?);
-            after.push(take(batch.column(c), &ends, None)?);
+        let starts: Vec<(usize, usize)> = pairs.iter().map(|p| p.before).collect();
+        let ends: Vec<(usize, usize)> = pairs.iter().map(|p| self.picks[p.pick]).collect();
+        let differ = values::differing(&self.store, &self.columns.values, &starts, &ends)?;
+        if differ.count_set_bits() == pairs.len() {
+            return Ok(());
         }
-        let differ = values::differing(&before, &after, self.pairs.len())?;
-        if differ.count_set_bits() == self.pairs.len() {
-            return Ok(batch);
-        }
-        let mut keep = vec![true; batch.num_rows()];
-        for (pair, differs) in self.pairs.iter().zip(differ.iter()) {
+        let mut keep = vec![true; self.picks.len()];
+        for (pair, differs) in pairs.iter().zip(differ.iter()) {
             keep[pair.pick] = differs;
         }
-        let keep = BooleanArray::new(BooleanBuffer::from(keep), None);
-        Ok(filter_record_batch(&batch, &keep)?)
+        let mut kept = keep.iter();
+        self.picks.retain(|_| *kept.next().expect("one flag a row"));
+        let mut kept = keep.iter();
+        self.kinds.retain(|_| *kept.next().expect("one flag a row"));
+        Ok(())
     }
+}
+
+/// `picks` as runs of consecutive rows of one stored batch: (store index, first row, length).
+fn contiguous_runs(picks: &[(usize, usize)]) -> Vec<(usize, usize, usize)> {
+    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+    for &(store, row) in picks {
+        match runs.last_mut() {
+            Some((s, first, len)) if *s == store && *first + *len == row => *len += 1,
+            _ => runs.push((store, row, 1)),
+        }
+    }
+    runs
+}
+
+/// Column `c` of the rows `picks` (as `runs`) of the stored batches. Output rows mostly come in
+/// long runs of one input batch (a newer state's rows, every one changed): those are sliced and
+/// concatenated, a copy per run rather than a lookup per row; scattered rows are interleaved.
+fn gather(
+    store: &[RecordBatch],
+    c: usize,
+    picks: &[(usize, usize)],
+    runs: &[(usize, usize, usize)],
+) -> Result<ArrayRef> {
+    if let [(s, first, len)] = runs[..] {
+        return Ok(store[s].column(c).slice(first, len));
+    }
+    if runs.len() * 8 <= picks.len() {
+        let slices: Vec<ArrayRef> = runs
+            .iter()
+            .map(|&(s, first, len)| store[s].column(c).slice(first, len))
+            .collect();
+        let slices: Vec<&dyn Array> = slices.iter().map(|a| a.as_ref()).collect();
+        return Ok(concat(&slices)?);
+    }
+    let arrays: Vec<&dyn Array> = store.iter().map(|b| b.column(c).as_ref()).collect();
+    Ok(interleave(&arrays, picks)?)
 }
 
 #[cfg(test)]

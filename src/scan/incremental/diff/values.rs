@@ -3,31 +3,102 @@
 //! The diff compares values only for keys present on both sides, after the walk has paired
 //! them, so the rows of keys only one side holds are never compared. Equality is the row
 //! format's (the merge's): nulls equal each other, and floats compare by their bits in total
-//! order, so `-0.0` differs from `0.0` and a NaN equals itself. Arrow's `distinct` kernel has
-//! those semantics; nested columns, which it does not compare, are compared as arrow rows.
+//! order, so `-0.0` differs from `0.0` and a NaN equals itself. Primitive, boolean, string and
+//! binary columns are compared in place, where the rows sit in the walk's batches; other
+//! columns are gathered first and compared by Arrow's `distinct` kernel (same semantics), or
+//! as arrow rows when nested, which that kernel does not compare.
 
-use arrow::array::{Array, ArrayRef};
+use arrow::array::{downcast_primitive, Array, ArrayRef, AsArray, RecordBatch};
 use arrow::buffer::BooleanBuffer;
+use arrow::compute::interleave;
 use arrow::compute::kernels::cmp::distinct;
+use arrow::datatypes::{ArrowNativeTypeOp, DataType};
 use arrow::row::{RowConverter, SortField};
 use datafusion::common::Result;
 
-/// For each of the pairs (`before[c][i]`, `after[c][i]`) over all columns `c`, whether any
-/// column differs. Every array of both sides has the same length.
-pub(super) fn differing(before: &[ArrayRef], after: &[ArrayRef], len: usize) -> Result<BooleanBuffer> {
+/// For each pair of rows (`before[i]`, `after[i]`), given as (batch index, row) into `store`,
+/// whether any of `columns` differs.
+pub(super) fn differing(
+    store: &[RecordBatch],
+    columns: &[usize],
+    before: &[(usize, usize)],
+    after: &[(usize, usize)],
+) -> Result<BooleanBuffer> {
+    let len = before.len();
     let mut any = BooleanBuffer::new_unset(len);
-    for (b, a) in before.iter().zip(after) {
-        let column = if b.data_type().is_nested() {
-            differing_rows(b, a)?
-        } else {
-            distinct(b, a)?.values().clone()
+    for &c in columns {
+        let arrays: Vec<&dyn Array> = store.iter().map(|b| b.column(c).as_ref()).collect();
+        let column = match differing_in_place(&arrays, before, after) {
+            Some(bits) => bits,
+            None => {
+                let (b, a) = (interleave(&arrays, before)?, interleave(&arrays, after)?);
+                differing_gathered(&b, &a)?
+            }
         };
         any = &any | &column;
     }
     Ok(any)
 }
 
-/// [`differing`] for one column the comparison kernels do not take, through its rows.
+/// [`differing`] for one column of a type compared in place, else None.
+fn differing_in_place(
+    arrays: &[&dyn Array],
+    before: &[(usize, usize)],
+    after: &[(usize, usize)],
+) -> Option<BooleanBuffer> {
+    // one flag a pair: nullness differs, or both are set and `differ(x, y)` holds
+    fn pairs<A: Array>(
+        typed: &[&A],
+        before: &[(usize, usize)],
+        after: &[(usize, usize)],
+        differ: impl Fn(&A, usize, &A, usize) -> bool,
+    ) -> BooleanBuffer {
+        BooleanBuffer::collect_bool(before.len(), |i| {
+            let ((bs, br), (as_, ar)) = (before[i], after[i]);
+            let (x, y) = (typed[bs], typed[as_]);
+            match (x.is_valid(br), y.is_valid(ar)) {
+                (true, true) => differ(x, br, y, ar),
+                (x_set, y_set) => x_set != y_set,
+            }
+        })
+    }
+    macro_rules! primitive {
+        ($t:ty) => {{
+            let typed: Vec<_> = arrays.iter().map(|a| a.as_primitive::<$t>()).collect();
+            Some(pairs(&typed, before, after, |x, i, y, j| {
+                !x.value(i).is_eq(y.value(j))
+            }))
+        }};
+    }
+    macro_rules! bytes {
+        ($cast:ident $(::<$o:ty>)?) => {{
+            let typed: Vec<_> = arrays.iter().map(|a| a.$cast$(::<$o>)?()).collect();
+            Some(pairs(&typed, before, after, |x, i, y, j| x.value(i) != y.value(j)))
+        }};
+    }
+    downcast_primitive! {
+        arrays.first()?.data_type() => (primitive),
+        DataType::Boolean => bytes!(as_boolean),
+        DataType::Utf8 => bytes!(as_string::<i32>),
+        DataType::LargeUtf8 => bytes!(as_string::<i64>),
+        DataType::Utf8View => bytes!(as_string_view),
+        DataType::Binary => bytes!(as_binary::<i32>),
+        DataType::LargeBinary => bytes!(as_binary::<i64>),
+        DataType::BinaryView => bytes!(as_binary_view),
+        _ => None,
+    }
+}
+
+/// Whether each row of `before` differs from the same row of `after` (equal lengths).
+fn differing_gathered(before: &ArrayRef, after: &ArrayRef) -> Result<BooleanBuffer> {
+    if before.data_type().is_nested() {
+        differing_rows(before, after)
+    } else {
+        Ok(distinct(before, after)?.values().clone())
+    }
+}
+
+/// [`differing_gathered`] for a nested column, through its rows.
 fn differing_rows(before: &ArrayRef, after: &ArrayRef) -> Result<BooleanBuffer> {
     let converter = RowConverter::new(vec![SortField::new(before.data_type().clone())])?;
     let b = converter.convert_columns(std::slice::from_ref(before))?;
@@ -46,6 +117,47 @@ mod tests {
 
     fn bits(buffer: &BooleanBuffer) -> Vec<bool> {
         buffer.iter().collect()
+    }
+
+    /// [`differing`] of row i of `before` and row i of `after`, each column compared in
+    /// place and gathered (the fallback), which must agree. The rows sit in a store of two
+    /// batches, the pairs crossing them both ways.
+    fn compared(before: Vec<ArrayRef>, after: Vec<ArrayRef>) -> Vec<bool> {
+        let len = before[0].len();
+        let batch = |columns: Vec<ArrayRef>| {
+            RecordBatch::try_new(
+                Arc::new(arrow::datatypes::Schema::new(
+                    columns
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| {
+                            arrow::datatypes::Field::new(format!("c{i}"), c.data_type().clone(), true)
+                        })
+                        .collect::<Vec<_>>(),
+                )),
+                columns,
+            )
+            .unwrap()
+        };
+        let store = [batch(before.clone()), batch(after.clone())];
+        let columns: Vec<usize> = (0..before.len()).collect();
+        // even pairs before -> after, odd pairs the other way round (differ is symmetric)
+        let (b, a): (Vec<_>, Vec<_>) = (0..len)
+            .map(|i| {
+                if i % 2 == 0 {
+                    ((0, i), (1, i))
+                } else {
+                    ((1, i), (0, i))
+                }
+            })
+            .unzip();
+        let in_place = bits(&differing(&store, &columns, &b, &a).unwrap());
+        let mut gathered = BooleanBuffer::new_unset(len);
+        for (x, y) in before.iter().zip(&after) {
+            gathered = &gathered | &differing_gathered(x, y).unwrap();
+        }
+        assert_eq!(in_place, bits(&gathered), "in place and gathered agree");
+        in_place
     }
 
     /// Nulls equal nulls; a null differs from a value; floats compare by bits (signed zeros
@@ -76,8 +188,80 @@ mod tests {
             Arc::new(StringArray::from(vec!["a", "b", "c", "d", "E", "f"])),
             Arc::new(Float64Array::from(vec![-0.0, 1.0, 1.0, f64::NAN, 2.0, 3.0])),
         ];
-        let diff = differing(&before, &after, 6).unwrap();
-        assert_eq!(bits(&diff), [true, false, true, false, true, false]);
+        assert_eq!(compared(before, after), [true, false, true, false, true, false]);
+    }
+
+    /// Booleans, string and binary views, large strings and decimals compare in place as
+    /// `distinct` compares them: per row (equal, differ, null and value, both null).
+    #[test]
+    fn every_in_place_type_agrees_with_distinct() {
+        use arrow::array::{
+            BinaryViewArray, BooleanArray, Decimal128Array, LargeStringArray, StringViewArray,
+        };
+        let cases: Vec<(ArrayRef, ArrayRef)> = vec![
+            (
+                Arc::new(BooleanArray::from(vec![Some(true), Some(true), None, None])),
+                Arc::new(BooleanArray::from(vec![
+                    Some(true),
+                    Some(false),
+                    Some(false),
+                    None,
+                ])),
+            ),
+            (
+                Arc::new(StringViewArray::from(vec![
+                    Some("a long string over 12 bytes"),
+                    Some("b"),
+                    None,
+                    None,
+                ])),
+                Arc::new(StringViewArray::from(vec![
+                    Some("a long string over 12 bytes"),
+                    Some("B"),
+                    Some(""),
+                    None,
+                ])),
+            ),
+            (
+                Arc::new(LargeStringArray::from(vec![Some("a"), Some("b"), None, None])),
+                Arc::new(LargeStringArray::from(vec![
+                    Some("a"),
+                    Some("bb"),
+                    Some("x"),
+                    None,
+                ])),
+            ),
+            (
+                Arc::new(BinaryViewArray::from(vec![
+                    Some(&b"a"[..]),
+                    Some(b"b"),
+                    None,
+                    None,
+                ])),
+                Arc::new(BinaryViewArray::from(vec![
+                    Some(&b"a"[..]),
+                    Some(b"c"),
+                    Some(b""),
+                    None,
+                ])),
+            ),
+            (
+                Arc::new(Decimal128Array::from(vec![Some(10), Some(11), None, None])),
+                Arc::new(Decimal128Array::from(vec![Some(10), Some(12), Some(0), None])),
+            ),
+        ];
+        for (before, after) in cases {
+            let what = before.data_type().clone();
+            assert!(
+                differing_in_place(&[before.as_ref()], &[(0, 0)], &[(0, 0)]).is_some(),
+                "{what}"
+            );
+            assert_eq!(
+                compared(vec![before], vec![after]),
+                [false, true, true, false],
+                "{what}"
+            );
+        }
     }
 
     /// A list column goes through rows: equal lists (and two null lists) are equal; a changed
@@ -101,9 +285,6 @@ mod tests {
             Some(vec![Some(1), Some(3)]),
             Some(vec![]),
         ])];
-        assert_eq!(
-            bits(&differing(&before, &after, 5).unwrap()),
-            [false, false, true, true, true]
-        );
+        assert_eq!(compared(before, after), [false, false, true, true, true]);
     }
 }
