@@ -26,8 +26,10 @@ use crate::progress::StatementProgress;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use datafusion::common::Result;
-use datafusion::execution::memory_pool::MemoryPool;
+use datafusion::common::runtime::SpawnedTask;
+use datafusion::common::{DataFusionError, Result};
+use datafusion::execution::memory_pool::{MemoryLimit, MemoryPool};
+use futures::StreamExt;
 
 use self::deletion_vectors::IndexChange;
 use self::levels::{pick_force_level0, pick_universal, sorted_runs, Pick};
@@ -367,8 +369,11 @@ impl Compaction<'_> {
             Some(name) => self.meta.index_manifest(name).await?,
             None => vec![],
         };
-        let mut result = UnitResult::default();
-        let (mut index_added, mut index_removed) = (vec![], vec![]);
+        let settings = Arc::new(settings);
+        let expire = expire.map(Arc::new);
+        let deletion_vectors = Arc::new(deletion_vectors);
+        let table: Arc<str> = Arc::from(self.table);
+        let (mut buckets, mut units) = (Vec::new(), Vec::new());
         for (group, entries) in &live.groups {
             // Postpone files are moved to real buckets by `assign_postponed`, never merged.
             if entries.is_empty()
@@ -395,25 +400,46 @@ impl Compaction<'_> {
                 &options.partition_default_name,
             );
             let bucket = BucketCompaction {
-                table: self.table,
-                meta: self.meta,
-                schema: self.schema,
-                settings: &settings,
-                group,
+                table: Arc::clone(&table),
+                meta: Arc::clone(self.meta),
+                schema: Arc::clone(self.schema),
+                settings: Arc::clone(&settings),
+                group: group.clone(),
                 total_buckets: entries[0].total_buckets,
                 dir: paths::bucket_path(
                     options.data_file_path_directory.as_deref(),
                     &partition_path,
                     group.1,
                 ),
-                files: entries,
-                deletion_vectors: &deletion_vectors,
+                files: entries.clone(),
+                deletion_vectors: Arc::clone(&deletion_vectors),
                 batch_size: self.batch_size,
-                pool: &self.pool,
-                progress: self.progress.as_ref(),
-                expire: expire.as_ref(),
+                pool: Arc::clone(&self.pool),
+                progress: self.progress.clone(),
+                expire: expire.clone(),
             };
-            let unit = bucket.run(&runs, pick).await?;
+            buckets.push((group, entries));
+            units.push(async move {
+                let task = SpawnedTask::spawn(async move { bucket.run(&runs, pick).await });
+                task.join_unwind()
+                    .await
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?
+            });
+        }
+        // Buckets are compacted side by side, each on a task of its own (a unit merges on the
+        // task that runs it): as many at once as there are cores, or one at a time when the
+        // memory pool is bounded, so each unit's buffers get the whole budget as before.
+        let at_once = match self.pool.memory_limit() {
+            MemoryLimit::Infinite => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            MemoryLimit::Finite(_) | MemoryLimit::Unknown => 1,
+        };
+        let mut done = futures::stream::iter(units)
+            .buffered(at_once.max(1))
+            .zip(futures::stream::iter(buckets));
+        let mut result = UnitResult::default();
+        let (mut index_added, mut index_removed) = (vec![], vec![]);
+        while let Some((unit, (group, entries))) = done.next().await {
+            let unit = unit?;
             if let Some(progress) = &self.progress {
                 let written = unit
                     .after

@@ -61,26 +61,26 @@ enum ChangelogMode {
 }
 
 /// One bucket being compacted.
-pub(crate) struct BucketCompaction<'a> {
-    pub table: &'a str,
-    pub meta: &'a TableMeta,
-    pub schema: &'a Arc<TableSchema>,
-    pub settings: &'a CompactSettings,
-    pub group: &'a PartitionBucket,
+pub(crate) struct BucketCompaction {
+    pub table: Arc<str>,
+    pub meta: Arc<TableMeta>,
+    pub schema: Arc<TableSchema>,
+    pub settings: Arc<CompactSettings>,
+    pub group: PartitionBucket,
     pub total_buckets: i32,
     /// Bucket directory relative to the table root.
     pub dir: String,
     /// Every live file of the bucket.
-    pub files: &'a [ManifestEntry],
+    pub files: Vec<ManifestEntry>,
     /// Deletion vectors of the snapshot being compacted.
-    pub deletion_vectors: &'a DeletionVectorIndex,
+    pub deletion_vectors: Arc<DeletionVectorIndex>,
     pub batch_size: usize,
     /// Pool the unit's read buffers are reserved in.
-    pub pool: &'a Arc<dyn MemoryPool>,
+    pub pool: Arc<dyn MemoryPool>,
     /// The session's live counters, if it has them.
-    pub progress: Option<&'a Arc<crate::progress::StatementProgress>>,
+    pub progress: Option<Arc<crate::progress::StatementProgress>>,
     /// Record-level expiration: the records it drops from the unit's input files.
-    pub expire: Option<&'a RecordExpire>,
+    pub expire: Option<Arc<RecordExpire>>,
 }
 
 /// Rows a compaction chunk asks for before it is merged: enough to amortise the per-chunk
@@ -153,14 +153,14 @@ impl KeyPlan {
     }
 }
 
-impl BucketCompaction<'_> {
+impl BucketCompaction {
     fn layout(&self) -> Arc<ReadLayout> {
         Arc::new(ReadLayout::new(self.schema.fields.clone(), true))
     }
 
     fn engine(&self) -> Result<MergeEngineSpec> {
         let columns = self.schema.fields.iter().map(|f| f.name.as_str());
-        MergeEngineSpec::for_columns(self.table, self.schema, columns)
+        MergeEngineSpec::for_columns(&self.table, &self.schema, columns)
     }
 
     fn key_columns(&self) -> Result<Vec<usize>> {
@@ -207,13 +207,13 @@ impl BucketCompaction<'_> {
             self.batch_size,
         )
         .await?;
-        let stream = match self.expire.cloned() {
+        let stream = match self.expire.clone() {
             Some(expire) => stream
                 .and_then(move |b| futures::future::ready(expire.filter(b)))
                 .boxed(),
             None => stream.boxed(),
         };
-        let Some(progress) = self.progress.cloned() else {
+        let Some(progress) = self.progress.clone() else {
             return Ok(stream);
         };
         progress.add_bytes_read(file.file_size.max(0) as usize);
@@ -231,7 +231,7 @@ impl BucketCompaction<'_> {
             .collect();
         let output_level = pick.output_level;
         // a file holding expired records is rewritten, even where it would stay or move up
-        let expired = match (&unit[..], self.expire) {
+        let expired = match (&unit[..], self.expire.as_deref()) {
             ([single], Some(expire)) => {
                 expire.file_has_expired(&single.file, &*self.meta.schema(single.file.schema_id).await?)
             }
@@ -240,7 +240,7 @@ impl BucketCompaction<'_> {
         if unit.is_empty() || (unit.len() == 1 && unit[0].file.level == output_level && !expired) {
             return Ok(UnitResult::default());
         }
-        let settings = self.settings;
+        let settings = &*self.settings;
         let max_level = settings.pick.max_level;
         let contains_level0 = unit.iter().any(|e| e.file.level == 0);
         let mode = if settings.producer == Producer::FullCompaction && output_level == max_level {
@@ -345,7 +345,7 @@ impl BucketCompaction<'_> {
             "PaimonCompaction[{} bucket {}]",
             self.table, self.group.1
         ))
-        .register(self.pool);
+        .register(&self.pool);
         let mut chunks = KeyChunks::new(
             sources,
             &converter,
@@ -369,13 +369,14 @@ impl BucketCompaction<'_> {
         };
         let io = self.meta.io();
         let target = self.settings.target_file_size;
-        let mut data = RollingFileWriter::new(io, &self.dir, "data", output_level, self.schema, true, target);
+        let mut data =
+            RollingFileWriter::new(io, &self.dir, "data", output_level, &self.schema, true, target);
         let mut changelog = RollingFileWriter::new(
             io,
             &self.dir,
             "changelog",
             output_level,
-            self.schema,
+            &self.schema,
             true,
             target,
         );
@@ -396,8 +397,8 @@ impl BucketCompaction<'_> {
                             .map(|&c| arrow::compute::take(records.batch.column(c), &wanted, None))
                             .collect::<std::result::Result<Vec<_>, _>>()?;
                         let mut hits = files.find(&keys).await?;
-                        if let Some(expire) = self.expire {
-                            expire.forget_expired(&mut hits, self.settings)?;
+                        if let Some(expire) = &self.expire {
+                            expire.forget_expired(&mut hits, &self.settings)?;
                         }
                         hits
                     }
@@ -634,7 +635,7 @@ impl BucketCompaction<'_> {
             Some(RowEquality::new(
                 &combined,
                 &reduced,
-                self.schema,
+                &self.schema,
                 &self.settings.row_deduplicate_ignore,
             )?)
         } else {
@@ -721,9 +722,9 @@ impl BucketCompaction<'_> {
             self.meta.io().root_url(),
             self.schema.id,
             self.settings.lookup_disk,
-            self.progress,
+            self.progress.as_ref(),
         )?;
-        LookupFiles::new(ctx, self.meta, &self.dir, candidates, self.deletion_vectors).await
+        LookupFiles::new(ctx, &self.meta, &self.dir, candidates, &self.deletion_vectors).await
     }
 
     /// Splits full-layout rows into table values and the KeyValue columns.
