@@ -9,6 +9,9 @@
 //! each picked unit ─► unit::BucketCompaction (merge, upgrade, changelog) ─► one COMPACT snapshot
 //! ```
 //!
+//! The units of one compaction run side by side, a task each (one at a time when the memory
+//! pool is bounded), and their results are committed together.
+//!
 //! `CALL sys.compact` runs a full compaction of every bucket (or of some partitions).
 
 mod changelog_rows;

@@ -67,26 +67,67 @@ impl Sizes {
 }
 
 /// Values of a primitive column (integers, floats by their bits, decimals, dates and times),
-/// told apart by their bytes as the dictionary tells them apart; stored without a length.
+/// told apart by their bytes as the dictionary tells them apart; stored without a length. Values
+/// of up to 16 bytes are hashed as one integer of their bytes, which tells the same values apart.
 fn fixed_width(sample: &ArrayRef, width: usize) -> Sizes {
     let data = sample.to_data();
     let start = data.offset() * width;
-    let values = &data.buffers()[0].as_slice()[start..start + data.len() * width];
-    let values = values.chunks_exact(width).enumerate();
-    sizes(
-        values.map(|(row, value)| sample.is_valid(row).then_some(value)),
-        0,
-    )
+    let bytes = &data.buffers()[0].as_slice()[start..start + data.len() * width];
+    let valid = bytes
+        .chunks_exact(width)
+        .enumerate()
+        .filter(|(row, _)| sample.is_valid(*row))
+        .map(|(_, value)| value);
+    let rows = sample.len();
+    match width {
+        1..=8 => same_width(
+            valid.map(|v| {
+                let mut word = [0u8; 8];
+                word[..width].copy_from_slice(v);
+                u64::from_le_bytes(word)
+            }),
+            width,
+            rows,
+        ),
+        9..=16 => same_width(
+            valid.map(|v| {
+                let mut word = [0u8; 16];
+                word[..width].copy_from_slice(v);
+                u128::from_le_bytes(word)
+            }),
+            width,
+            rows,
+        ),
+        _ => sizes(valid.map(Some), 0, rows),
+    }
+}
+
+/// The sizes of `values`, each `width` bytes (up to `rows` of them).
+fn same_width<T: std::hash::Hash + Eq>(values: impl Iterator<Item = T>, width: usize, rows: usize) -> Sizes {
+    let mut distinct: HashSet<T> = HashSet::with_capacity(rows);
+    let mut count = 0;
+    for value in values {
+        count += 1;
+        distinct.insert(value);
+    }
+    Sizes {
+        values: count,
+        distinct: distinct.len(),
+        plain: count * width,
+        dictionary: distinct.len() * width,
+    }
 }
 
 /// Strings and binaries: stored with a 4-byte length each.
-fn bytes<'a>(values: impl Iterator<Item = Option<&'a [u8]>>) -> Sizes {
-    sizes(values, 4)
+fn bytes<'a>(values: impl ExactSizeIterator<Item = Option<&'a [u8]>>) -> Sizes {
+    let rows = values.len();
+    sizes(values, 4, rows)
 }
 
-/// The sizes of `values` (nulls take no bytes), each stored with `prefix` bytes of length.
-fn sizes<'a>(values: impl Iterator<Item = Option<&'a [u8]>>, prefix: usize) -> Sizes {
-    let mut distinct: HashSet<&[u8]> = HashSet::new();
+/// The sizes of `values` (nulls take no bytes; up to `rows` of them), each stored with
+/// `prefix` bytes of length.
+fn sizes<'a>(values: impl Iterator<Item = Option<&'a [u8]>>, prefix: usize, rows: usize) -> Sizes {
+    let mut distinct: HashSet<&[u8]> = HashSet::with_capacity(rows);
     let (mut count, mut plain, mut dictionary) = (0, 0, 0);
     for value in values.flatten() {
         count += 1;

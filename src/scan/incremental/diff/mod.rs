@@ -197,7 +197,14 @@ impl DiffState {
         loop {
             let inputs_ended =
                 !self.before.has_row() && !self.after.has_row() && self.before.done && self.after.done;
-            if self.picks.len() >= self.batch_size || (inputs_ended && !self.picks.is_empty()) {
+            // A batch also ends where the end side's batch does, once half full: output rows
+            // are then mostly one run of one input batch, a slice rather than a copy.
+            let at_end_side_boundary =
+                !self.after.has_row() && self.picks.len() >= (self.batch_size / 2).max(1);
+            if self.picks.len() >= self.batch_size
+                || at_end_side_boundary
+                || (inputs_ended && !self.picks.is_empty())
+            {
                 let batch = self.emit()?;
                 if batch.num_rows() > 0 {
                     return Ok(Some(batch));
