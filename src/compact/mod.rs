@@ -429,6 +429,14 @@ impl Compaction<'_> {
                     .map_err(|e| DataFusionError::External(Box::new(e)))?
             });
         }
+        // The schemas of the files are read here, once each, rather than by units at once.
+        let schema_ids: BTreeSet<i64> = buckets
+            .iter()
+            .flat_map(|(_, entries)| entries.iter().map(|e| e.file.schema_id))
+            .collect();
+        for id in schema_ids {
+            self.meta.schema(id).await?;
+        }
         // Buckets are compacted side by side, each on a task of its own (a unit merges on the
         // task that runs it): as many at once as there are cores, or one at a time when the
         // memory pool is bounded, so each unit's buffers get the whole budget as before.
