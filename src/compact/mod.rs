@@ -159,6 +159,25 @@ pub(crate) struct Compaction<'a> {
     pub progress: Option<Arc<StatementProgress>>,
 }
 
+impl<'a> Compaction<'a> {
+    /// The compaction of a table run by a task: its batch size, memory pool and progress.
+    pub(crate) fn in_task(
+        table: &'a str,
+        meta: &'a Arc<TableMeta>,
+        schema: &'a Arc<TableSchema>,
+        context: &datafusion::execution::TaskContext,
+    ) -> Self {
+        Compaction {
+            table,
+            meta,
+            schema,
+            batch_size: context.session_config().batch_size(),
+            pool: Arc::clone(context.memory_pool()),
+            progress: StatementProgress::of(context),
+        }
+    }
+}
+
 impl Compaction<'_> {
     /// Full compaction of the buckets of `scope` (`CALL sys.compact`), committed as one
     /// COMPACT snapshot; `None` when nothing needed compacting.
@@ -445,7 +464,7 @@ impl Compaction<'_> {
             MemoryLimit::Finite(_) | MemoryLimit::Unknown => 1,
         };
         let mut done = futures::stream::iter(units)
-            .buffered(at_once.max(1))
+            .buffered(at_once)
             .zip(futures::stream::iter(buckets));
         let mut result = UnitResult::default();
         let (mut index_added, mut index_removed) = (vec![], vec![]);

@@ -59,14 +59,7 @@ impl CompactionJob {
     }
 
     fn compaction<'a>(&'a self, context: &TaskContext) -> Compaction<'a> {
-        Compaction {
-            table: &self.table,
-            meta: &self.meta,
-            schema: &self.schema,
-            batch_size: context.session_config().batch_size(),
-            pool: Arc::clone(context.memory_pool()),
-            progress: crate::progress::StatementProgress::of(context),
-        }
+        Compaction::in_task(&self.table, &self.meta, &self.schema, context)
     }
 }
 

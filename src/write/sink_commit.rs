@@ -12,20 +12,12 @@ use datafusion::execution::TaskContext;
 use super::sink::{PaimonSink, WriteKind, WrittenFiles};
 use crate::compact::Compaction;
 use crate::meta::{CommitRequest, OverwriteScope, PartitionBucket};
-use crate::progress::StatementProgress;
 use crate::spec::BinaryRow;
 
 impl PaimonSink {
     /// The compaction of this sink's table within the task's memory pool and progress.
     fn compaction<'a>(&'a self, context: &Arc<TaskContext>) -> Compaction<'a> {
-        Compaction {
-            table: &self.table,
-            meta: &self.meta,
-            schema: &self.schema,
-            batch_size: context.session_config().batch_size(),
-            pool: Arc::clone(context.memory_pool()),
-            progress: StatementProgress::of(context),
-        }
+        Compaction::in_task(&self.table, &self.meta, &self.schema, context)
     }
 
     /// A writer task of a distributed write: compacts the buckets of `written` before they

@@ -80,26 +80,17 @@ fn fixed_width(sample: &ArrayRef, width: usize) -> Sizes {
         .map(|(_, value)| value);
     let rows = sample.len();
     match width {
-        1..=8 => same_width(
-            valid.map(|v| {
-                let mut word = [0u8; 8];
-                word[..width].copy_from_slice(v);
-                u64::from_le_bytes(word)
-            }),
-            width,
-            rows,
-        ),
-        9..=16 => same_width(
-            valid.map(|v| {
-                let mut word = [0u8; 16];
-                word[..width].copy_from_slice(v);
-                u128::from_le_bytes(word)
-            }),
-            width,
-            rows,
-        ),
+        1..=8 => same_width(valid.map(|v| u64::from_le_bytes(padded(v))), width, rows),
+        9..=16 => same_width(valid.map(|v| u128::from_le_bytes(padded(v))), width, rows),
         _ => sizes(valid.map(Some), 0, rows),
     }
+}
+
+/// `value` (at most `N` bytes) zero-padded to `N` bytes.
+fn padded<const N: usize>(value: &[u8]) -> [u8; N] {
+    let mut word = [0u8; N];
+    word[..value.len()].copy_from_slice(value);
+    word
 }
 
 /// The sizes of `values`, each `width` bytes (up to `rows` of them).
