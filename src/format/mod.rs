@@ -401,10 +401,12 @@ impl OpenedFile {
     /// [`Self::schema`]; unknown names are skipped), in batches of at most `batch_size` rows.
     /// `wanted` narrows the rows by position (ascending ranges) and `filter` by value: Parquet
     /// skips the others; ORC and Avro, read whole, may return them anyway, so both are hints,
-    /// not filters.
+    /// not filters. Parquet decodes the string columns named in `as_views` as `Utf8View`;
+    /// the other formats return them as written (a caller casts).
     pub(crate) fn read(
         self,
         columns: &[String],
+        as_views: &[String],
         deleted: Option<&DeletionVector>,
         wanted: Option<&[std::ops::Range<usize>]>,
         filter: Option<FileValueFilter>,
@@ -412,7 +414,7 @@ impl OpenedFile {
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
         let deleted = deleted.filter(|dv| !dv.is_empty());
         match self.inner {
-            Opened::Parquet(p) => p.read(columns, deleted, wanted, filter, batch_size),
+            Opened::Parquet(p) => p.read(columns, as_views, deleted, wanted, filter, batch_size),
             Opened::Orc(o) => o.read(columns, deleted, batch_size),
             Opened::Avro(a) => a.read(columns, deleted, batch_size),
         }

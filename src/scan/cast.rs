@@ -41,6 +41,11 @@ pub(super) fn cast_column(array: &ArrayRef, target: &ArrowType) -> Result<ArrayR
         // Paimon casts a timestamp to a string as `yyyy-MM-dd HH:mm:ss[.fraction]`, with the
         // digits of its precision (Arrow's cast puts a `T` between date and time)
         (ArrowType::Timestamp(unit, None), ArrowType::Utf8) => return timestamp_strings(array, *unit),
+        // a string read as a view: as the string it casts to, then viewed
+        (from, ArrowType::Utf8View) if !matches!(from, ArrowType::Utf8 | ArrowType::LargeUtf8) => {
+            let text = cast_column(array, &ArrowType::Utf8)?;
+            return Ok(cast_with_options(&text, target, &CastOptions::default())?);
+        }
         (ArrowType::List(_), ArrowType::List(item)) => {
             use arrow::array::{Array, AsArray, ListArray};
             let list = array.as_list::<i32>();

@@ -55,6 +55,26 @@ impl ReadLayout {
         }
     }
 
+    /// This layout with its string columns as `Utf8View` (Parquet decodes them as views into
+    /// its pages, with no copy of each value): for reads whose rows are mostly compared or
+    /// dropped rather than output, and whose merge never looks at values (its consumer casts
+    /// what it outputs back).
+    pub(crate) fn with_string_views(self) -> Self {
+        let fields: Vec<Field> = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                ArrowType::Utf8 | ArrowType::LargeUtf8 => f.as_ref().clone().with_data_type(ArrowType::Utf8View),
+                _ => f.as_ref().clone(),
+            })
+            .collect();
+        ReadLayout {
+            schema: Arc::new(Schema::new(fields)),
+            ..self
+        }
+    }
+
     /// Index of the `_SEQUENCE_NUMBER` column.
     pub(crate) fn seq_index(&self) -> usize {
         self.fields.len()
@@ -294,7 +314,7 @@ pub(crate) async fn read_opened_file(
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            let target = f.data_type.to_arrow();
+            let target = layout.schema.field(i).data_type().clone();
             if skipped(i) {
                 return ColumnSource::Missing(target);
             }
@@ -311,6 +331,17 @@ pub(crate) async fn read_opened_file(
                 },
                 _ => ColumnSource::Missing(target),
             }
+        })
+        .collect();
+    // String columns the layout wants as views, where the file stores strings too.
+    let as_views: Vec<String> = sources
+        .iter()
+        .filter_map(|s| match s {
+            ColumnSource::File { name, target } if *target == ArrowType::Utf8View => {
+                let stored = file_arrow.field_with_name(name).ok()?.data_type();
+                matches!(stored, ArrowType::Utf8 | ArrowType::LargeUtf8).then(|| name.clone())
+            }
+            _ => None,
         })
         .collect();
     let mut wanted: Vec<String> = sources
@@ -344,6 +375,7 @@ pub(crate) async fn read_opened_file(
     }
     let stream = opened.read(
         &wanted,
+        &as_views,
         deleted.as_ref(),
         rows_needed.as_deref(),
         filter,

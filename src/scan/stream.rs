@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, AsArray, RecordBatch, RecordBatchOptions, StringArray};
 use arrow::buffer::{Buffer, OffsetBuffer, ScalarBuffer};
-use arrow::datatypes::{Int8Type, SchemaRef};
+use arrow::datatypes::{DataType as ArrowType, Int8Type, SchemaRef};
 use datafusion::common::Result;
 use datafusion::execution::memory_pool::{MemoryConsumer, MemoryPool};
 use datafusion::execution::SendableRecordBatchStream;
@@ -616,7 +616,7 @@ pub(crate) fn shape_output(ctx: &ScanContext, batch: &RecordBatch) -> Result<Rec
         columns.push(kinds);
     }
     for i in &ctx.output_columns {
-        let column = batch.column(*i);
+        let column = &output_typed(ctx, *i, batch.column(*i))?;
         columns.push(if ctx.lists {
             single_value_lists(column)
         } else {
@@ -632,6 +632,19 @@ pub(crate) fn shape_output(ctx: &ScanContext, batch: &RecordBatch) -> Result<Rec
         columns,
         &options,
     )?)
+}
+
+/// Layout column `i` in the table's type: a string read as a view
+/// (`ReadLayout::with_string_views`) is output as the table's strings.
+fn output_typed(ctx: &ScanContext, i: usize, column: &ArrayRef) -> Result<ArrayRef> {
+    if column.data_type() != &ArrowType::Utf8View {
+        return Ok(Arc::clone(column));
+    }
+    let table_type = ctx.layout.fields[i].data_type.to_arrow();
+    match table_type == ArrowType::Utf8View {
+        true => Ok(Arc::clone(column)),
+        false => Ok(arrow::compute::cast(column, &table_type)?),
+    }
 }
 
 /// The `rowkind` column of `rows` inserts. Most batches of a `$audit_log` scan hold inserts

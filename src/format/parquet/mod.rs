@@ -39,9 +39,11 @@ pub(super) use encode::Encoder;
 /// `file.compression` values this format writes.
 pub(super) const COMPRESSIONS: &[&str] = &["zstd", "snappy", "lz4", "gzip", "none", "uncompressed"];
 
-#[allow(deprecated, reason = "see the import")]
+/// A file whose footer is read: its reader and metadata, from which each read builds its
+/// decoder (with the column types that read asks for).
 pub(super) struct Opened {
-    builder: ParquetRecordBatchStreamBuilder<TailReader>,
+    input: TailReader,
+    metadata: ArrowReaderMetadata,
     path: Path,
 }
 
@@ -65,14 +67,15 @@ pub(super) async fn open(
         PageIndexPolicy::Skip
     };
     let options = ArrowReaderOptions::new().with_page_index_policy(policy);
-    let builder =
-        std::panic::AssertUnwindSafe(ParquetRecordBatchStreamBuilder::new_with_options(reader, options))
-            .catch_unwind()
-            .await
-            .map_err(|panic| super::decoder_panicked("Parquet", path, panic.as_ref()))?
-            .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
+    let mut input = reader;
+    let metadata = std::panic::AssertUnwindSafe(ArrowReaderMetadata::load_async(&mut input, options))
+        .catch_unwind()
+        .await
+        .map_err(|panic| super::decoder_panicked("Parquet", path, panic.as_ref()))?
+        .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
     Ok(Opened {
-        builder,
+        input,
+        metadata,
         path: path.clone(),
     })
 }
@@ -96,32 +99,47 @@ pub(super) fn open_with_metadata(
     })?
     .map_err(|e| exec_datafusion_err!("Failed to open Parquet data file /{path}: {e}"))?;
     Ok(Opened {
-        builder: ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata),
+        input: reader,
+        metadata,
         path: path.clone(),
     })
 }
 
 impl Opened {
     pub(super) fn schema(&self) -> SchemaRef {
-        Arc::clone(self.builder.schema())
+        Arc::clone(self.metadata.schema())
     }
 
     pub(super) fn metadata(&self) -> &Arc<ParquetMetaData> {
-        self.builder.metadata()
+        self.metadata.metadata()
     }
 
     /// Reads `columns` of the rows in `wanted` (all rows if `None`) that `deleted` keeps and
     /// `filter` passes (its columns decoded first, the others only for the rows that pass).
-    /// Row groups none of whose rows are wanted are never fetched.
+    /// Row groups none of whose rows are wanted are never fetched. The string columns named in
+    /// `as_views` decode as `Utf8View`: views into the decoded pages rather than copies of
+    /// every value.
     pub(super) fn read(
         self,
         columns: &[String],
+        as_views: &[String],
         deleted: Option<&DeletionVector>,
         wanted: Option<&[Range<usize>]>,
         filter: Option<FileValueFilter>,
         batch_size: usize,
     ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
-        let Opened { builder, path } = self;
+        let Opened {
+            input,
+            metadata,
+            path,
+        } = self;
+        let metadata = match as_views.is_empty() {
+            true => metadata,
+            false => with_string_views(metadata, as_views)
+                .map_err(|e| exec_datafusion_err!("Failed to read Parquet data file /{path}: {e}"))?,
+        };
+        #[allow(deprecated, reason = "see the import")]
+        let builder = ParquetRecordBatchStreamBuilder::new_with_metadata(input, metadata);
         let file_schema = Arc::clone(builder.schema());
         let indices: Vec<usize> = columns
             .iter()
@@ -159,6 +177,30 @@ impl Opened {
             })
             .boxed())
     }
+}
+
+/// `metadata` with the top-level string columns named in `names` read as `Utf8View`.
+fn with_string_views(
+    metadata: ArrowReaderMetadata,
+    names: &[String],
+) -> parquet::errors::Result<ArrowReaderMetadata> {
+    use arrow::datatypes::{DataType, Field, Schema};
+    let schema = metadata.schema();
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Utf8 | DataType::LargeUtf8 if names.contains(f.name()) => {
+                f.as_ref().clone().with_data_type(DataType::Utf8View)
+            }
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    let supplied = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    ArrowReaderMetadata::try_new(
+        Arc::clone(metadata.metadata()),
+        ArrowReaderOptions::new().with_schema(supplied),
+    )
 }
 
 /// The rows of a file of `rows` rows that a read of the `wanted` rows (all if `None`) returns

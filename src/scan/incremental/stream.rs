@@ -81,7 +81,10 @@ fn split_changes(
             let layout = &ctx.layout;
             let columns = DiffColumns {
                 keys: ctx.key_indices.clone(),
-                values: (0..layout.fields.len()).collect(),
+                // (keys the walk pairs are equal by the merge's order, which is the values')
+                values: (0..layout.fields.len())
+                    .filter(|i| !ctx.key_indices.contains(i))
+                    .collect(),
                 kind: layout.kind_index(),
             };
             let start_only = match newer_only {

@@ -49,7 +49,7 @@ use crate::spec::row_kind;
 #[derive(Debug, Clone)]
 pub(super) struct DiffColumns {
     pub(super) keys: Vec<usize>,
-    /// Every table column (the values compared).
+    /// The table's columns other than the keys (the values compared).
     pub(super) values: Vec<usize>,
     pub(super) kind: usize,
 }

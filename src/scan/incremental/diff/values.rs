@@ -18,6 +18,10 @@ use datafusion::common::Result;
 
 /// For each pair of rows (`before[i]`, `after[i]`), given as (batch index, row) into `store`,
 /// whether any of `columns` differs.
+///
+/// Columns are compared one after another, each only for the pairs every earlier column
+/// found equal: a changed key usually differs in its first value column already, so the
+/// others are read for the few pairs still undecided, not for all.
 pub(super) fn differing(
     store: &[RecordBatch],
     columns: &[usize],
@@ -25,19 +29,52 @@ pub(super) fn differing(
     after: &[(usize, usize)],
 ) -> Result<BooleanBuffer> {
     let len = before.len();
-    let mut any = BooleanBuffer::new_unset(len);
+    let mut differs = vec![false; len];
+    // The pairs not yet found to differ (all of them before the first column), by index.
+    let mut open: Option<Vec<usize>> = None;
+    let (mut open_before, mut open_after) = (Vec::new(), Vec::new());
     for &c in columns {
-        let arrays: Vec<&dyn Array> = store.iter().map(|b| b.column(c).as_ref()).collect();
-        let column = match differing_in_place(&arrays, before, after) {
-            Some(bits) => bits,
-            None => {
-                let (b, a) = (interleave(&arrays, before)?, interleave(&arrays, after)?);
-                differing_gathered(&b, &a)?
+        let (b, a) = match &open {
+            None => (before, after),
+            Some(open) if open.is_empty() => break,
+            Some(open) => {
+                open_before.clear();
+                open_after.clear();
+                open_before.extend(open.iter().map(|&i| before[i]));
+                open_after.extend(open.iter().map(|&i| after[i]));
+                (&open_before[..], &open_after[..])
             }
         };
-        any = &any | &column;
+        let column = column_differs(store, c, b, a)?;
+        let indices = open.take().unwrap_or_else(|| (0..len).collect());
+        let still_open: Vec<usize> = indices
+            .into_iter()
+            .zip(column.iter())
+        .filter_map(|(i, differ)| {
+            differs[i] |= differ;
+            (!differ).then_some(i)
+        })
+        .collect();
+        open = Some(still_open);
     }
-    Ok(any)
+    Ok(BooleanBuffer::from(differs))
+}
+
+/// Whether column `c` differs for each pair of rows of `store`.
+fn column_differs(
+    store: &[RecordBatch],
+    c: usize,
+    before: &[(usize, usize)],
+    after: &[(usize, usize)],
+) -> Result<BooleanBuffer> {
+    let arrays: Vec<&dyn Array> = store.iter().map(|b| b.column(c).as_ref()).collect();
+    match differing_in_place(&arrays, before, after) {
+        Some(bits) => Ok(bits),
+        None => {
+            let (b, a) = (interleave(&arrays, before)?, interleave(&arrays, after)?);
+            differing_gathered(&b, &a)
+        }
+    }
 }
 
 /// [`differing`] for one column of a type compared in place, else None.
