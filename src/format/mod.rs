@@ -421,6 +421,26 @@ impl OpenedFile {
     }
 }
 
+impl OpenedFile {
+    /// As [`Self::read`] with no filter, a Parquet file's columns decoded by two readers side
+    /// by side (for a big file whose read is the longest task of its statement); the other
+    /// formats read as [`Self::read`] does.
+    pub(crate) fn read_side_by_side(
+        self,
+        columns: &[String],
+        as_views: &[String],
+        deleted: Option<&DeletionVector>,
+        wanted: Option<&[std::ops::Range<usize>]>,
+        batch_size: usize,
+    ) -> Result<BoxStream<'static, Result<RecordBatch>>> {
+        let deleted = deleted.filter(|dv| !dv.is_empty());
+        match self.inner {
+            Opened::Parquet(p) => p.read_side_by_side(columns, as_views, deleted, wanted, batch_size),
+            inner => OpenedFile { inner, ..self }.read(columns, as_views, deleted, wanted, None, batch_size),
+        }
+    }
+}
+
 /// The whole object at `path` (ORC and Avro are decoded from memory; Paimon's data files are
 /// bounded by `target-file-size`).
 async fn fetch(store: &Arc<dyn ObjectStore>, path: &Path) -> Result<bytes::Bytes> {

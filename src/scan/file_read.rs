@@ -65,7 +65,9 @@ impl ReadLayout {
             .fields()
             .iter()
             .map(|f| match f.data_type() {
-                ArrowType::Utf8 | ArrowType::LargeUtf8 => f.as_ref().clone().with_data_type(ArrowType::Utf8View),
+                ArrowType::Utf8 | ArrowType::LargeUtf8 => {
+                    f.as_ref().clone().with_data_type(ArrowType::Utf8View)
+                }
                 _ => f.as_ref().clone(),
             })
             .collect();
@@ -116,7 +118,14 @@ pub(crate) struct FileToRead {
     /// Row tracking: what `_ROW_ID` and `_SEQUENCE_NUMBER` are for rows of a file that does not
     /// store them.
     pub(crate) row_tracking: Option<RowTracking>,
+    /// The read is its statement's longest task (a diff's single-run state): a big Parquet
+    /// file read without a value filter is decoded by two readers, a share of its columns
+    /// each, side by side ([`SIDE_BY_SIDE_ROWS`]).
+    pub(crate) side_by_side: bool,
 }
+
+/// Files of fewer rows decode in a few milliseconds: a second reader and task is not worth it.
+const SIDE_BY_SIDE_ROWS: usize = 64 * 1024;
 
 /// The row-tracking facts of a data file, from its manifest entry: a row's `_ROW_ID` is the
 /// file's first row id plus its position, its `_SEQUENCE_NUMBER` the file's largest (Java
@@ -195,6 +204,7 @@ impl FileToRead {
             only_fields: None,
             dense_key: None,
             row_tracking: None,
+            side_by_side: false,
         }
     }
 }
@@ -373,14 +383,31 @@ pub(crate) async fn read_opened_file(
             }
         }
     }
-    let stream = opened.read(
-        &wanted,
-        &as_views,
-        deleted.as_ref(),
-        rows_needed.as_deref(),
-        filter,
-        batch_size,
-    )?;
+    let side_by_side = file.side_by_side
+        && filter.is_none()
+        && wanted.len() >= 2
+        && crate::format::rows_read(opened_rows.unwrap_or(0), deleted.as_ref(), rows_needed.as_deref())
+            .map_or(opened_rows.unwrap_or(0), |ranges| {
+                ranges.iter().map(|r| r.len()).sum()
+            })
+            >= SIDE_BY_SIDE_ROWS;
+    let stream = match side_by_side {
+        true => opened.read_side_by_side(
+            &wanted,
+            &as_views,
+            deleted.as_ref(),
+            rows_needed.as_deref(),
+            batch_size,
+        )?,
+        false => opened.read(
+            &wanted,
+            &as_views,
+            deleted.as_ref(),
+            rows_needed.as_deref(),
+            filter,
+            batch_size,
+        )?,
+    };
     let sources = Arc::new(sources);
     // Pruning skipped whole pages; the range's bounds still cut through the pages kept.
     let key_filter = match &file.key_range {

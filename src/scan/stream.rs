@@ -103,6 +103,8 @@ pub(crate) struct RunRead {
     /// The files are data files of a sorted run (unique keys): a file whose single integer
     /// key is dense has it computed rather than decoded ([`DenseKey`]).
     pub(crate) dense_keys: bool,
+    /// Big files decode their columns on two readers side by side (`FileToRead::side_by_side`).
+    pub(crate) side_by_side: bool,
 }
 
 impl RunRead {
@@ -183,6 +185,7 @@ pub(crate) fn run_stream(
                         max_sequence_number: f.max_sequence_number,
                         row_count: f.row_count,
                     }),
+                    side_by_side: read.side_by_side,
                 };
                 let batches = read_file(store, file, schema, Arc::clone(&ctx.layout), batch_size).await?;
                 let batches = RecordBatchStreamAdapter::new(Arc::clone(&ctx.layout.schema), batches);
@@ -266,8 +269,11 @@ pub(crate) fn section_stream(
     // (a piece holding the newer runs only marks their keys, even of a single run)
     if runs.len() == 1 && !matches!(newer, NewerRuns::Only(_)) {
         let files = runs.into_iter().next().expect("one run");
+        // A diff's state of one run is read while the other state is merged: the longest
+        // task of the diff, so its files decode on two cores.
         let read = RunRead {
             dense_keys: true,
+            side_by_side: matches!(read, SectionRead::Diff),
             ..unmerged_read()
         };
         let stream = run_stream(ctx, dir, key_range, files, batch_size, read, metrics);

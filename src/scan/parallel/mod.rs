@@ -492,7 +492,7 @@ fn section_in_range(section: &[Vec<SplitFile>], range: &KeyRange) -> Section {
         .collect()
 }
 
-/// Cuts diff splits bigger than their share of `partitions` into key ranges, as
+/// Cuts diff splits bigger than their share of half the `partitions` into key ranges, as
 /// [`spread_over_partitions`] does for batch reads: both states of a range are read and
 /// compared by the same partition, so each key is compared exactly once. Ranges are cut inside
 /// the split's own narrowed range (`incremental::plan::narrow_diff`), if any.
@@ -505,6 +505,9 @@ pub(crate) async fn spread_diffs_over_partitions(
     let Some(key) = first_key.filter(|k| ctx.layout.fields.iter().any(|f| f.id == k.id)) else {
         return Ok(splits);
     };
+    // A diff split keeps two cores busy: its two states are read and merged on tasks of
+    // their own. Cutting a bucket finer than that only decodes the pages its cuts cross twice.
+    let partitions = partitions.div_ceil(2);
     if partitions <= 1 || splits.len() >= partitions {
         return Ok(splits);
     }

@@ -50,11 +50,11 @@ pub(super) fn differing(
         let still_open: Vec<usize> = indices
             .into_iter()
             .zip(column.iter())
-        .filter_map(|(i, differ)| {
-            differs[i] |= differ;
-            (!differ).then_some(i)
-        })
-        .collect();
+            .filter_map(|(i, differ)| {
+                differs[i] |= differ;
+                (!differ).then_some(i)
+            })
+            .collect();
         open = Some(still_open);
     }
     Ok(BooleanBuffer::from(differs))
