@@ -11,7 +11,8 @@
 //!
 //! `cargo bench --bench lookup_commit` (`LOOKUP_KEYS` / `LOOKUP_UPSERTS` / `LOOKUP_BUCKETS`
 //! change the sizes, `LOOKUP_CACHE` sets `lookup.cache-max-memory-size`; `LOOKUP_COLD=1` gives every copy a new path, so nothing cached by an
-//! earlier commit helps: the cost of a writer's first commit).
+//! earlier commit helps: the cost of a writer's first commit; `LOOKUP_ROUNDS` sets the rounds
+//! of the ratios, default 7).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -128,49 +129,57 @@ fn bench(c: &mut Criterion) {
     }
     group.finish();
 
-    // The ratio, back to back in this run (median of 7 fresh copies each).
-    let median = |table: &str| {
+    // The ratios, back to back in this run: each round commits into a fresh copy of each
+    // table and writes the floor (the files the lookup commit writes, as plain Parquet by
+    // DataFusion: the level-0 file, the compaction's output, the changelog rows), one right
+    // after the other, so a slow spell of the machine slows all three of a round alike. The
+    // medians of `LOOKUP_ROUNDS` (default 7) rounds, and the median of the rounds' ratios.
+    let (output_rows, changelog_rows) =
+        written_by_lookup_commit(&rt, pristine.path(), work.path(), keys, upserts);
+    let floor_dir = work.path().join("floor");
+    let timed_commit = |table: &str| {
         let sql = upsert_sql(table, keys, upserts);
-        let mut samples: Vec<Duration> = (0..7)
-            .map(|_| {
-                let f = fresh(&rt, pristine.path(), work.path(), table);
-                let start = Instant::now();
-                commit(&rt, &f, &sql);
-                start.elapsed()
-            })
-            .collect();
-        samples.sort();
-        samples[3]
+        let f = fresh(&rt, pristine.path(), work.path(), table);
+        let start = Instant::now();
+        commit(&rt, &f, &sql);
+        start.elapsed()
     };
-    let none = median("none");
-    let lookup = median("lookup");
+    let timed_floor = || {
+        let _ = std::fs::remove_dir_all(&floor_dir);
+        std::fs::create_dir_all(&floor_dir).expect("floor dir");
+        let start = Instant::now();
+        rt.block_on(plain_writes(&floor_dir, upserts, output_rows, changelog_rows));
+        start.elapsed()
+    };
+    let rounds = env("LOOKUP_ROUNDS", 7).max(1) as usize;
+    let (mut nones, mut lookups, mut floors, mut ratios) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let none = timed_commit("none");
+        let lookup = timed_commit("lookup");
+        let floor = timed_floor();
+        ratios.push(lookup.as_secs_f64() / floor.as_secs_f64());
+        nones.push(none);
+        lookups.push(lookup);
+        floors.push(floor);
+    }
+    let median = |mut samples: Vec<Duration>| {
+        samples.sort();
+        samples[samples.len() / 2]
+    };
+    let (none, lookup, floor) = (median(nones), median(lookups), median(floors));
+    ratios.sort_by(f64::total_cmp);
     println!(
         "commit of {upserts} upserts over {keys} keys: producer none {:.1} ms, lookup {:.1} ms = {:.2}x",
         none.as_secs_f64() * 1e3,
         lookup.as_secs_f64() * 1e3,
         lookup.as_secs_f64() / none.as_secs_f64()
     );
-    // The floor of the lookup commit: the files it writes, written as plain Parquet by
-    // DataFusion (the level-0 file, the compaction's output, the changelog rows), median of 7.
-    let (output_rows, changelog_rows) =
-        written_by_lookup_commit(&rt, pristine.path(), work.path(), keys, upserts);
-    let floor_dir = work.path().join("floor");
-    let mut floors: Vec<Duration> = (0..7)
-        .map(|_| {
-            let _ = std::fs::remove_dir_all(&floor_dir);
-            std::fs::create_dir_all(&floor_dir).expect("floor dir");
-            let start = Instant::now();
-            rt.block_on(plain_writes(&floor_dir, upserts, output_rows, changelog_rows));
-            start.elapsed()
-        })
-        .collect();
-    floors.sort();
-    let floor = floors[3];
     println!(
-        "floor (plain Parquet of {upserts} level-0 rows, {output_rows} compaction output rows, {changelog_rows} changelog rows) {:.1} ms: lookup {:.2}x, none {:.2}x",
+        "floor (plain Parquet of {upserts} level-0 rows, {output_rows} compaction output rows, {changelog_rows} changelog rows) {:.1} ms: lookup {:.2}x, none {:.2}x; median of the {rounds} rounds' lookup/floor ratios {:.2}x",
         floor.as_secs_f64() * 1e3,
         lookup.as_secs_f64() / floor.as_secs_f64(),
-        none.as_secs_f64() / floor.as_secs_f64()
+        none.as_secs_f64() / floor.as_secs_f64(),
+        ratios[ratios.len() / 2]
     );
 }
 

@@ -331,7 +331,7 @@ fn main() {
         "same diff (vs a scan of every column of all files)".into(),
         "SELECT count(*), sum(v2) FROM paimon_incremental_query('bench.history', 1, 5, 'diff')".into(),
         "SELECT count(*), sum(v2), sum(v1), sum(v4), max(v3), min(id) FROM history".into(),
-        3.0,
+        1.3,
     ));
     reads.push((
         "$audit_log full scan, 1 bucket, 5 runs".into(),
