@@ -34,8 +34,8 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties};
 use futures::StreamExt;
 
-use super::file_read::ReadLayout;
 use super::metrics::{RequestGauges, ScanMetrics};
+use super::read_layout::ReadLayout;
 use super::row_selection::StatsPruning;
 use super::split::{NewerRuns, Split};
 use super::stream::partition_stream;
