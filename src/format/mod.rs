@@ -24,7 +24,7 @@ mod parquet;
 mod value_filter;
 
 pub(crate) use blob::{decode as decode_blob_file, BlobDescriptor};
-pub(crate) use parquet::{intersect_ranges, rows_read};
+pub(crate) use parquet::{intersect_ranges, rows_read, string_view_of};
 pub(crate) use value_filter::{FileValueFilter, ValueFilter};
 
 use crate::io::{CachedFooter, FooterCache};
@@ -419,9 +419,7 @@ impl OpenedFile {
             Opened::Avro(a) => a.read(columns, deleted, batch_size),
         }
     }
-}
 
-impl OpenedFile {
     /// As [`Self::read`] with no filter, a Parquet file's columns decoded by two readers side
     /// by side (for a big file whose read is the longest task of its statement); the other
     /// formats read as [`Self::read`] does.

@@ -322,14 +322,13 @@ pub(crate) async fn read_opened_file(
             }
         }
     }
-    let side_by_side = file.side_by_side
-        && filter.is_none()
-        && wanted.len() >= 2
-        && crate::format::rows_read(opened_rows.unwrap_or(0), deleted.as_ref(), rows_needed.as_deref())
-            .map_or(opened_rows.unwrap_or(0), |ranges| {
-                ranges.iter().map(|r| r.len()).sum()
-            })
-            >= SIDE_BY_SIDE_ROWS;
+    // (rows the reader selects; deleted rows among them are few)
+    let rows_selected = match &rows_needed {
+        Some(ranges) => ranges.iter().map(|r| r.len()).sum(),
+        None => opened_rows.unwrap_or(0),
+    };
+    let side_by_side =
+        file.side_by_side && filter.is_none() && wanted.len() >= 2 && rows_selected >= SIDE_BY_SIDE_ROWS;
     let stream = match side_by_side {
         true => opened.read_side_by_side(
             &wanted,

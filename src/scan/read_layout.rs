@@ -46,12 +46,7 @@ impl ReadLayout {
             .schema
             .fields()
             .iter()
-            .map(|f| match f.data_type() {
-                ArrowType::Utf8 | ArrowType::LargeUtf8 => {
-                    f.as_ref().clone().with_data_type(ArrowType::Utf8View)
-                }
-                _ => f.as_ref().clone(),
-            })
+            .map(|f| crate::format::string_view_of(f).unwrap_or_else(|| f.as_ref().clone()))
             .collect();
         ReadLayout {
             schema: Arc::new(Schema::new(fields)),

@@ -643,13 +643,12 @@ pub(crate) fn shape_output(ctx: &ScanContext, batch: &RecordBatch) -> Result<Rec
 /// Layout column `i` in the table's type: a string read as a view
 /// (`ReadLayout::with_string_views`) is output as the table's strings.
 fn output_typed(ctx: &ScanContext, i: usize, column: &ArrayRef) -> Result<ArrayRef> {
-    if column.data_type() != &ArrowType::Utf8View {
-        return Ok(Arc::clone(column));
-    }
-    let table_type = ctx.layout.fields[i].data_type.to_arrow();
-    match table_type == ArrowType::Utf8View {
-        true => Ok(Arc::clone(column)),
-        false => Ok(arrow::compute::cast(column, &table_type)?),
+    match column.data_type() {
+        ArrowType::Utf8View => Ok(arrow::compute::cast(
+            column,
+            &ctx.layout.fields[i].data_type.to_arrow(),
+        )?),
+        _ => Ok(Arc::clone(column)),
     }
 }
 

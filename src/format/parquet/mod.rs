@@ -184,9 +184,7 @@ impl Opened {
             })
             .boxed())
     }
-}
 
-impl Opened {
     /// As [`Self::read`] with no filter, the columns decoded by two readers of the file side
     /// by side: `columns` are cut in two groups of about equal compressed size, the second
     /// group decoded on a task of its own a couple of batches ahead, and each pair of batches
@@ -297,21 +295,29 @@ fn halves_by_size(
     (first.1, second.1)
 }
 
+/// `field` read as `Utf8View` if it holds strings (`Utf8`, `LargeUtf8`), else `None`.
+pub(crate) fn string_view_of(field: &arrow::datatypes::Field) -> Option<arrow::datatypes::Field> {
+    use arrow::datatypes::DataType;
+    matches!(field.data_type(), DataType::Utf8 | DataType::LargeUtf8)
+        .then(|| field.clone().with_data_type(DataType::Utf8View))
+}
+
 /// `metadata` with the top-level string columns named in `names` read as `Utf8View`.
 fn with_string_views(
     metadata: ArrowReaderMetadata,
     names: &[String],
 ) -> parquet::errors::Result<ArrowReaderMetadata> {
-    use arrow::datatypes::{DataType, Field, Schema};
+    use arrow::datatypes::{Field, Schema};
     let schema = metadata.schema();
     let fields: Vec<Field> = schema
         .fields()
         .iter()
-        .map(|f| match f.data_type() {
-            DataType::Utf8 | DataType::LargeUtf8 if names.contains(f.name()) => {
-                f.as_ref().clone().with_data_type(DataType::Utf8View)
-            }
-            _ => f.as_ref().clone(),
+        .map(|f| {
+            names
+                .contains(f.name())
+                .then(|| string_view_of(f))
+                .flatten()
+                .unwrap_or_else(|| f.as_ref().clone())
         })
         .collect();
     let supplied = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));

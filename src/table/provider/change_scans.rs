@@ -51,12 +51,9 @@ impl PaimonTable {
         .await?;
         // A diff compares most rows it reads and outputs few: strings are read as views into
         // the pages when the merge does not look at values (deduplicate, first-row).
-        let values_unread = engine.as_ref().is_some_and(|e| {
-            matches!(
-                e.kind,
-                crate::merge::EngineKind::Deduplicate { .. } | crate::merge::EngineKind::FirstRow
-            )
-        });
+        let values_unread = engine
+            .as_ref()
+            .is_some_and(|e| !matches!(e.kind, crate::merge::EngineKind::Reduce));
         let layout = match diff && values_unread {
             true => layout.with_string_views(),
             false => layout,
